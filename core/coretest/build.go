@@ -1,0 +1,114 @@
+package coretest
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gpucal/gpucal/core"
+)
+
+// DefaultMemoryMiB is the memory of a built GPU unless Memory says otherwise:
+// an 80 GB card as NVML reports it.
+const DefaultMemoryMiB = 81920
+
+// NodeBuilder builds a core.Node that passes Validate. Start one with Node.
+type NodeBuilder struct {
+	n core.Node
+}
+
+// Node starts a node called name with no GPUs yet:
+//
+//	coretest.Node("a100-1").GPUs(8, "NVIDIA A100-SXM4-80GB").Build()
+//
+// IDs are left zero; a Store fills them in when the node is added.
+func Node(name string) *NodeBuilder { return &NodeBuilder{n: core.Node{Name: name}} }
+
+// GPUs adds n GPUs of the NVML model name, with the next free indexes,
+// UUIDs "GPU-<node>-<index>", DefaultMemoryMiB and state up.
+func (b *NodeBuilder) GPUs(n int, name string) *NodeBuilder {
+	for range n {
+		i := len(b.n.GPUs)
+		b.n.GPUs = append(b.n.GPUs, core.GPU{
+			Node:      b.n.Name,
+			Index:     i,
+			Name:      name,
+			MemoryMiB: DefaultMemoryMiB,
+			UUID:      fmt.Sprintf("GPU-%s-%d", b.n.Name, i),
+			State:     core.GPUUp,
+		})
+	}
+	return b
+}
+
+// Memory sets the memory of every GPU added so far.
+func (b *NodeBuilder) Memory(mib int64) *NodeBuilder {
+	for i := range b.n.GPUs {
+		b.n.GPUs[i].MemoryMiB = mib
+	}
+	return b
+}
+
+// Down marks the GPUs with these indexes down.
+func (b *NodeBuilder) Down(indexes ...int) *NodeBuilder {
+	for _, idx := range indexes {
+		for i := range b.n.GPUs {
+			if b.n.GPUs[i].Index == idx {
+				b.n.GPUs[i].State = core.GPUDown
+			}
+		}
+	}
+	return b
+}
+
+// Build returns the node. Each call returns a fresh copy.
+func (b *NodeBuilder) Build() core.Node {
+	n := b.n
+	n.GPUs = append([]core.GPU(nil), b.n.GPUs...)
+	return n
+}
+
+// BookingBuilder builds a core.BookRequest that is valid at Epoch. Start one with Booking.
+type BookingBuilder struct {
+	r core.BookRequest
+}
+
+// Booking starts a request for n GPUs of model ("" for any) for one hour
+// from Epoch + 1h:
+//
+//	coretest.Booking(4, "a100").At(coretest.Epoch, 2*time.Hour).Project("vision").Build()
+func Booking(n int, model string) *BookingBuilder {
+	return &BookingBuilder{r: core.BookRequest{GPUs: n, Model: model, Start: Epoch.Add(time.Hour), End: Epoch.Add(2 * time.Hour)}}
+}
+
+// At sets the window to [start, start+d).
+func (b *BookingBuilder) At(start time.Time, d time.Duration) *BookingBuilder {
+	b.r.Start, b.r.End = start, start.Add(d)
+	return b
+}
+
+// Window sets the window to [start, end).
+func (b *BookingBuilder) Window(start, end time.Time) *BookingBuilder {
+	b.r.Start, b.r.End = start, end
+	return b
+}
+
+// OnNode restricts the booking to one named node.
+func (b *BookingBuilder) OnNode(name string) *BookingBuilder { b.r.Node = name; return b }
+
+// SameNode asks for all GPUs on one node.
+func (b *BookingBuilder) SameNode() *BookingBuilder { b.r.SameNode = true; return b }
+
+// Project books for a project.
+func (b *BookingBuilder) Project(p string) *BookingBuilder { b.r.Project = p; return b }
+
+// For books on behalf of owner.
+func (b *BookingBuilder) For(owner string) *BookingBuilder { b.r.Owner = owner; return b }
+
+// Note sets the note.
+func (b *BookingBuilder) Note(s string) *BookingBuilder { b.r.Note = s; return b }
+
+// Key sets the idempotency key.
+func (b *BookingBuilder) Key(k string) *BookingBuilder { b.r.Key = k; return b }
+
+// Build returns the request.
+func (b *BookingBuilder) Build() core.BookRequest { return b.r }

@@ -1,0 +1,115 @@
+package core
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Node is one machine with GPUs.
+type Node struct {
+	ID        int64
+	Name      string
+	GPUs      []GPU // ordered by Index
+	CreatedAt time.Time
+}
+
+// GPUState is the administrative state of a GPU. Only GPUs that are up can
+// be booked; a down GPU keeps its past reservations.
+type GPUState string
+
+const (
+	GPUUp   GPUState = "up"
+	GPUDown GPUState = "down"
+)
+
+// GPU is one device on a node.
+type GPU struct {
+	ID        int64
+	NodeID    int64
+	Node      string // the node's name
+	Index     int    // the device index on its node (nvidia-smi's)
+	Name      string // as NVML reports it: "NVIDIA A100-SXM4-80GB"
+	MemoryMiB int64
+	UUID      string
+	State     GPUState
+}
+
+// Model returns the GPU's normalised model.
+func (g GPU) Model() Model { return GPUModel(g.Name, g.MemoryMiB) }
+
+// Label returns "node/index", the way people name a GPU.
+func (g GPU) Label() string { return fmt.Sprintf("%s/%d", g.Node, g.Index) }
+
+// GPURef names a GPU inside a reservation or a calendar.
+type GPURef struct {
+	ID    int64  `json:"id"`
+	Node  string `json:"node"`
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+	Model string `json:"model"`
+}
+
+// Ref returns the reference to g.
+func (g GPU) Ref() GPURef {
+	return GPURef{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID, Model: g.Model().String()}
+}
+
+var nodeName = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$`)
+
+// maxGPUsPerNode bounds a node's size; the largest machines today hold 16.
+const maxGPUsPerNode = 64
+
+// Validate checks a node as an admin describes it: a DNS-style name, at
+// least one GPU, unique indexes and UUIDs, and a recognisable model per GPU.
+func (n *Node) Validate() error {
+	if !nodeName.MatchString(n.Name) {
+		return Errorf(CodeInvalid, "node name %q must be lower-case letters, digits, '-' or '.', at most 63 characters", n.Name)
+	}
+	if len(n.GPUs) == 0 || len(n.GPUs) > maxGPUsPerNode {
+		return Errorf(CodeInvalid, "node %s must have between 1 and %d GPUs, got %d", n.Name, maxGPUsPerNode, len(n.GPUs))
+	}
+	seenIndex := map[int]bool{}
+	seenUUID := map[string]bool{}
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		g.Node = n.Name
+		g.Name = strings.TrimSpace(g.Name)
+		g.UUID = strings.TrimSpace(g.UUID)
+		if g.State == "" {
+			g.State = GPUUp
+		}
+		switch {
+		case g.Index < 0 || g.Index >= maxGPUsPerNode:
+			return Errorf(CodeInvalid, "GPU index %d on %s is out of range 0..%d", g.Index, n.Name, maxGPUsPerNode-1)
+		case seenIndex[g.Index]:
+			return Errorf(CodeInvalid, "GPU index %d appears twice on %s", g.Index, n.Name)
+		case g.Name == "" || len(g.Name) > 100:
+			return Errorf(CodeInvalid, "GPU %s/%d needs a model name (at most 100 characters), like \"NVIDIA A100-SXM4-80GB\"", n.Name, g.Index)
+		case g.MemoryMiB < 0 || g.MemoryMiB > 1<<22:
+			return Errorf(CodeInvalid, "GPU %s/%d memory %d MiB is out of range", n.Name, g.Index, g.MemoryMiB)
+		case g.UUID == "" || len(g.UUID) > 100:
+			return Errorf(CodeInvalid, "GPU %s/%d needs a UUID (at most 100 characters), like \"GPU-5e1f…\"", n.Name, g.Index)
+		case seenUUID[g.UUID]:
+			return Errorf(CodeInvalid, "GPU UUID %s appears twice on %s", g.UUID, n.Name)
+		case g.State != GPUUp && g.State != GPUDown:
+			return Errorf(CodeInvalid, "GPU %s/%d state must be %q or %q", n.Name, g.Index, GPUUp, GPUDown)
+		}
+		if _, ok := ParseModel(g.Name); !ok {
+			return Errorf(CodeInvalid, "GPU %s/%d model %q is not a GPU model gpucal recognises", n.Name, g.Index, g.Name)
+		}
+		seenIndex[g.Index] = true
+		seenUUID[g.UUID] = true
+	}
+	return nil
+}
+
+// allGPUs flattens the GPUs of nodes, in node then index order.
+func allGPUs(nodes []Node) []GPU {
+	var gpus []GPU
+	for _, n := range nodes {
+		gpus = append(gpus, n.GPUs...)
+	}
+	return gpus
+}

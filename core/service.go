@@ -1,0 +1,38 @@
+package core
+
+import (
+	"time"
+)
+
+// Service applies gpucal's rules to requests from every edge (HTTP API, CLI,
+// chat) on top of a Store. Its methods authorise the Actor, validate, and
+// make each change with its audit entry in one transaction.
+type Service struct {
+	store  Store
+	policy Policy
+	now    func() time.Time
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithPolicy sets the booking rules.
+func WithPolicy(p Policy) Option { return func(s *Service) { s.policy = p } }
+
+// WithClock sets the clock; tests pin it.
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// NewService returns a Service over store with DefaultPolicy and the real clock.
+func NewService(store Store, opts ...Option) *Service {
+	s := &Service{store: store, policy: DefaultPolicy, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Policy returns the booking rules in force.
+func (s *Service) Policy() Policy { return s.policy }
+
+// Now returns the service clock's current instant, in UTC, to the second.
+func (s *Service) Now() time.Time { return s.now().UTC().Truncate(time.Second) }

@@ -1,0 +1,81 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Store is what the Service needs from a database. The store package
+// implements it on SQLite and PostgreSQL.
+type Store interface {
+	// View runs fn with read access. It takes no write lock.
+	View(ctx context.Context, fn func(Tx) error) error
+	// Update runs fn in one transaction and commits when fn returns nil.
+	// When the database reports that a concurrent transaction won (an
+	// exclusion violation or a serialization failure) Update runs fn again on
+	// the new state; when that keeps happening it returns a CodeConflict error.
+	// fn must therefore have no effects outside tx.
+	Update(ctx context.Context, fn func(Tx) error) error
+}
+
+// Tx is the data access the Service uses inside View and Update.
+// Methods that look one thing up return a CodeNotFound error when it is missing;
+// inserts return CodeConflict when a unique name is taken.
+type Tx interface {
+	// Nodes returns every node by name, each with its GPUs by index.
+	Nodes(ctx context.Context) ([]Node, error)
+	// InsertNode stores n and its GPUs and fills in their IDs.
+	InsertNode(ctx context.Context, n *Node) error
+
+	// Slots returns the slots of reservations that still hold their GPUs and
+	// whose window touches [from, to]: Start <= to and End >= from, so that
+	// slots ending exactly at from are included (best fit uses them).
+	Slots(ctx context.Context, from, to time.Time) ([]Slot, error)
+	Reservation(ctx context.Context, id int64) (Reservation, error)
+	// ReservationByKey finds the reservation owner booked with an idempotency key.
+	ReservationByKey(ctx context.Context, owner, key string) (Reservation, bool, error)
+	Reservations(ctx context.Context, f ReservationFilter) ([]Reservation, error)
+	// InsertReservation stores r with one slot per GPU and fills in r.ID.
+	// It sorts r.GPUs by node name and index, the order reads return.
+	InsertReservation(ctx context.Context, r *Reservation) error
+	// UpdateReservation stores r's State, End, Note and UpdatedAt; its slots follow.
+	UpdateReservation(ctx context.Context, r Reservation) error
+
+	User(ctx context.Context, name string) (User, error)
+	Users(ctx context.Context) ([]User, error)
+	InsertUser(ctx context.Context, u User) error
+	SetAdmin(ctx context.Context, user string, admin bool) error
+	Project(ctx context.Context, name string) (Project, error)
+	Projects(ctx context.Context) ([]Project, error)
+	// InsertProject stores the project itself; members are added with SetMember.
+	InsertProject(ctx context.Context, p Project) error
+	SetMember(ctx context.Context, project string, m Member) error
+	// Roles returns the projects user belongs to, with the role in each.
+	Roles(ctx context.Context, user string) (map[string]Role, error)
+
+	InsertToken(ctx context.Context, t *Token) error
+	// TokenUser returns the owner of the token with this hash.
+	TokenUser(ctx context.Context, hash string) (User, error)
+
+	Audit(ctx context.Context, e AuditEntry) error
+	AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+}
+
+// AuditFilter selects audit entries, newest first.
+type AuditFilter struct {
+	Actor  string
+	Object string
+	Limit  int
+}
+
+// IdempotencyRecord is the stored outcome of a request sent with an
+// Idempotency-Key: a retry with the same key and the same request gets the
+// same response. Status 0 means the first request is still being handled.
+type IdempotencyRecord struct {
+	User        string
+	Key         string
+	Fingerprint string // a hash of method, path and body
+	Status      int
+	Body        []byte
+	CreatedAt   time.Time
+}
