@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# test.sh is what `make test` runs: go vet, then the tests with the race
+# detector against a throwaway PostgreSQL when one can be started (the
+# PostgreSQL tests skip otherwise). With GPUCAL_TEST_POSTGRES already set it
+# uses that server and starts nothing.
+#
+# Arguments go to `go test`. Package patterns among them (./store/...)
+# replace the default ./..., for go vet too:
+#   scripts/test.sh ./store/... -run TestUpdate -v
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=() flags=()
+for a in "$@"; do
+	case $a in
+	./* | ../* | */...) pkgs+=("$a") ;;
+	*) flags+=("$a") ;;
+	esac
+done
+[[ ${#pkgs[@]} -gt 0 ]] || pkgs=(./...)
+
+echo "+ go vet ${pkgs[*]}"
+go vet "${pkgs[@]}"
+
+# pg_bin prints the directory holding initdb and pg_ctl, if any.
+pg_bin() {
+	local d
+	if command -v pg_config >/dev/null && d=$(pg_config --bindir 2>/dev/null) && [[ -x $d/initdb && -x $d/pg_ctl ]]; then
+		echo "$d"
+		return
+	fi
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -rV); do
+		if [[ -x $d/initdb && -x $d/pg_ctl ]]; then
+			echo "$d"
+			return
+		fi
+	done
+	if command -v initdb >/dev/null && command -v pg_ctl >/dev/null; then
+		dirname "$(command -v initdb)"
+		return
+	fi
+	return 1
+}
+
+# port_free reports whether nothing listens on 127.0.0.1:$1.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+pg_dir=""
+stop_pg() {
+	if [[ -n $pg_dir ]]; then
+		as_pg "$bin/pg_ctl" -D "$pg_dir/data" -m immediate stop >/dev/null 2>&1 || true
+		rm -rf "$pg_dir"
+	fi
+}
+
+# start_pg starts a throwaway cluster and exports GPUCAL_TEST_POSTGRES.
+start_pg() {
+	bin=$(pg_bin) || { echo "no initdb/pg_ctl found"; return 1; }
+	if [[ $(id -u) == 0 ]]; then
+		# initdb and postgres refuse to run as root.
+		id postgres >/dev/null 2>&1 || { echo "running as root and there is no postgres user"; return 1; }
+		as_pg() { runuser -u postgres -- "$@"; }
+	else
+		as_pg() { "$@"; }
+	fi
+	pg_dir=$(mktemp -d /tmp/gpucal-pg.XXXXXX)
+	trap stop_pg EXIT
+	[[ $(id -u) == 0 ]] && chown postgres "$pg_dir"
+	as_pg "$bin/initdb" -D "$pg_dir/data" -A trust -U postgres -E UTF8 --locale=C >"$pg_dir/initdb.log" 2>&1 ||
+		{ cat "$pg_dir/initdb.log"; return 1; }
+	local port
+	for port in $(seq 55432 55482); do
+		port_free "$port" || continue
+		if as_pg "$bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/postgres.log" -w -t 60 start \
+			-o "-p $port -k $pg_dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" >/dev/null; then
+			export GPUCAL_TEST_POSTGRES="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+			echo "+ $("$bin/pg_ctl" --version) on port $port ($pg_dir)"
+			return 0
+		fi
+		tail -5 "$pg_dir/postgres.log" || true
+	done
+	return 1
+}
+
+if [[ -z ${GPUCAL_TEST_POSTGRES:-} ]]; then
+	if ! start_pg; then
+		echo "WARNING: could not start a throwaway PostgreSQL; the PostgreSQL tests will be skipped" >&2
+	fi
+fi
+
+echo "+ go test -race -count=1 ${pkgs[*]} ${flags[*]}"
+status=0
+go test -race -count=1 "${pkgs[@]}" "${flags[@]}" || status=$?
+exit "$status"

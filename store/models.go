@@ -1,0 +1,125 @@
+package store
+
+import (
+	"github.com/uptrace/bun"
+
+	"github.com/gpucal/gpucal/core"
+)
+
+// The row types mirror the tables of migrations/; they never leave store.
+
+type userRow struct {
+	bun.BaseModel `bun:"table:users,alias:u"`
+	Name          string `bun:"name,pk"`
+	Admin         bool   `bun:"admin"`
+	CreatedAt     stamp  `bun:"created_at"`
+}
+
+func (r userRow) user() core.User {
+	return core.User{Name: r.Name, Admin: r.Admin, CreatedAt: r.CreatedAt.Time()}
+}
+
+type projectRow struct {
+	bun.BaseModel `bun:"table:projects"`
+	Name          string `bun:"name,pk"`
+	CreatedAt     stamp  `bun:"created_at"`
+}
+
+type memberRow struct {
+	bun.BaseModel `bun:"table:project_members"`
+	Project       string `bun:"project,pk"`
+	User          string `bun:"user_name,pk"`
+	Role          string `bun:"role"`
+}
+
+type tokenRow struct {
+	bun.BaseModel `bun:"table:tokens"`
+	ID            int64  `bun:"id,pk,autoincrement"`
+	User          string `bun:"user_name"`
+	Name          string `bun:"name"`
+	Hash          string `bun:"hash"`
+	CreatedAt     stamp  `bun:"created_at"`
+}
+
+type nodeRow struct {
+	bun.BaseModel `bun:"table:nodes"`
+	ID            int64  `bun:"id,pk,autoincrement"`
+	Name          string `bun:"name"`
+	CreatedAt     stamp  `bun:"created_at"`
+}
+
+type gpuRow struct {
+	bun.BaseModel `bun:"table:gpus"`
+	ID            int64  `bun:"id,pk,autoincrement"`
+	NodeID        int64  `bun:"node_id"`
+	Index         int    `bun:"idx"`
+	Name          string `bun:"name"`
+	MemoryMiB     int64  `bun:"memory_mib"`
+	UUID          string `bun:"uuid"`
+	State         string `bun:"state"`
+}
+
+type reservationRow struct {
+	bun.BaseModel `bun:"table:reservations"`
+	ID            int64  `bun:"id,pk,autoincrement"`
+	Owner         string `bun:"owner"`
+	Project       string `bun:"project,nullzero"` // NULL for none, so that it can reference projects
+	Start         stamp  `bun:"starts_at"`
+	End           stamp  `bun:"ends_at"`
+	State         string `bun:"state"`
+	Model         string `bun:"model"`
+	Note          string `bun:"note"`
+	RequestKey    string `bun:"request_key"`
+	CreatedAt     stamp  `bun:"created_at"`
+	UpdatedAt     stamp  `bun:"updated_at"`
+}
+
+func (r reservationRow) reservation() core.Reservation {
+	return core.Reservation{
+		ID: r.ID, Owner: r.Owner, Project: r.Project, Start: r.Start.Time(), End: r.End.Time(),
+		State: core.ReservationState(r.State), Model: r.Model, Note: r.Note,
+		CreatedAt: r.CreatedAt.Time(), UpdatedAt: r.UpdatedAt.Time(), RequestKey: r.RequestKey,
+	}
+}
+
+// slotRow is one GPU of one reservation, with the reservation's window.
+type slotRow struct {
+	bun.BaseModel `bun:"table:reservation_gpus"`
+	Reservation   int64 `bun:"reservation_id,pk"`
+	GPUID         int64 `bun:"gpu_id,pk"`
+	Start         stamp `bun:"starts_at"`
+	End           stamp `bun:"ends_at"`
+	Holds         bool  `bun:"holds"`
+}
+
+type auditRow struct {
+	bun.BaseModel `bun:"table:audit"`
+	ID            int64  `bun:"id,pk,autoincrement"`
+	At            stamp  `bun:"at"`
+	Actor         string `bun:"actor"`
+	Action        string `bun:"action"`
+	Object        string `bun:"object"`
+	Detail        string `bun:"detail"`
+}
+
+type keyRow struct {
+	bun.BaseModel `bun:"table:idempotency_keys"`
+	User          string `bun:"user_name,pk"`
+	Key           string `bun:"key,pk"`
+	Fingerprint   string `bun:"fingerprint"`
+	Status        int    `bun:"status"`
+	Body          []byte `bun:"body"`
+	CreatedAt     stamp  `bun:"created_at"`
+}
+
+func (r keyRow) record() core.IdempotencyRecord {
+	return core.IdempotencyRecord{User: r.User, Key: r.Key, Fingerprint: r.Fingerprint,
+		Status: r.Status, Body: r.Body, CreatedAt: r.CreatedAt.Time()}
+}
+
+type migrationRow struct {
+	bun.BaseModel `bun:"table:schema_migrations"`
+	Version       int    `bun:"version,pk"`
+	Name          string `bun:"name"`
+	AppliedAt     stamp  `bun:"applied_at"`
+}
