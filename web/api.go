@@ -1,0 +1,209 @@
+package web
+
+import (
+	"time"
+
+	"github.com/gpucal/gpucal/core"
+)
+
+// The wire types of the JSON API, shared by the server and Client. Times are
+// RFC 3339 in UTC. docs/api.md documents every field.
+
+// GPU is a GPU as the API shows it.
+type GPU struct {
+	ID     int64  `json:"id"`
+	Node   string `json:"node"`
+	Index  int    `json:"index"`
+	UUID   string `json:"uuid"`
+	Model  string `json:"model"`          // normalised: "a100-80gb"
+	Name   string `json:"name,omitempty"` // as NVML reports it
+	Memory int64  `json:"memory_mib,omitempty"`
+	State  string `json:"state,omitempty"` // up or down (administrative)
+	// Status is what the GPU is doing now: idle, reserved or down.
+	Status      string               `json:"status,omitempty"`
+	Reservation *core.ReservationRef `json:"reservation,omitempty"` // holding it now
+	Next        *core.ReservationRef `json:"next,omitempty"`        // the next booking on it
+}
+
+// Node is a node with its GPUs.
+type Node struct {
+	Name      string    `json:"name"`
+	GPUs      []GPU     `json:"gpus"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+}
+
+// NewGPU is a GPU in a POST /api/v1/nodes request.
+type NewGPU struct {
+	Index  int    `json:"index"`
+	Name   string `json:"model"` // as NVML reports it, e.g. "NVIDIA A100-SXM4-80GB"
+	Memory int64  `json:"memory_mib"`
+	UUID   string `json:"uuid"`
+	State  string `json:"state,omitempty"`
+}
+
+// NewNode is the body of POST /api/v1/nodes.
+type NewNode struct {
+	Name string   `json:"name"`
+	GPUs []NewGPU `json:"gpus"`
+}
+
+// BookRequest is the body of POST /api/v1/reservations.
+type BookRequest struct {
+	GPUs     int    `json:"gpus"`
+	Model    string `json:"model,omitempty"`
+	Node     string `json:"node,omitempty"`
+	SameNode bool   `json:"same_node,omitempty"`
+	Start    string `json:"start"` // RFC 3339
+	End      string `json:"end"`   // RFC 3339
+	Note     string `json:"note,omitempty"`
+	Project  string `json:"project,omitempty"`
+	Owner    string `json:"owner,omitempty"` // admins may book for someone else
+}
+
+// ExtendRequest is the body of POST /api/v1/reservations/{id}/extend: one of
+// By (a Go duration such as "1h30m", or "2d") or End (RFC 3339).
+type ExtendRequest struct {
+	By  string `json:"by,omitempty"`
+	End string `json:"end,omitempty"`
+}
+
+// Reservation is a reservation as the API shows it.
+type Reservation struct {
+	ID        string    `json:"id"`
+	Owner     string    `json:"owner"`
+	Project   string    `json:"project,omitempty"`
+	State     string    `json:"state"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Model     string    `json:"model,omitempty"`
+	Note      string    `json:"note,omitempty"`
+	GPUs      []GPU     `json:"gpus"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Calendar is the answer to GET /api/v1/calendar.
+type Calendar struct {
+	From  time.Time      `json:"from"`
+	To    time.Time      `json:"to"`
+	GPUs  []GPU          `json:"gpus"`
+	Items []CalendarItem `json:"items"`
+}
+
+// CalendarItem is one thing on the calendar.
+type CalendarItem struct {
+	Kind    string    `json:"kind"`
+	ID      string    `json:"id"`
+	GPUs    []int64   `json:"gpus"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Owner   string    `json:"owner"`
+	Project string    `json:"project,omitempty"`
+	State   string    `json:"state"`
+	Note    string    `json:"note,omitempty"`
+}
+
+// User is a user as the API shows it.
+type User struct {
+	Name      string            `json:"name"`
+	Admin     bool              `json:"admin"`
+	Projects  map[string]string `json:"projects,omitempty"` // project → role (on /me)
+	CreatedAt time.Time         `json:"created_at,omitzero"`
+}
+
+// Project is a project with its members.
+type Project struct {
+	Name    string   `json:"name"`
+	Members []Member `json:"members"`
+}
+
+// Member is a user's role in a project.
+type Member struct {
+	User string `json:"user"`
+	Role string `json:"role,omitempty"`
+}
+
+// TokenRequest is the body of POST /api/v1/tokens.
+type TokenRequest struct {
+	User  string `json:"user,omitempty"` // default: the caller
+	Name  string `json:"name,omitempty"`
+	Admin bool   `json:"admin,omitempty"` // make the user a site admin
+}
+
+// TokenResponse carries a new token; it is shown once and stored hashed.
+type TokenResponse struct {
+	User  string `json:"user"`
+	Token string `json:"token"`
+}
+
+// AuditEntry is one line of the audit log.
+type AuditEntry struct {
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`
+	Action string    `json:"action"`
+	Object string    `json:"object"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// ErrorBody is the body of every error response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong; conflicts name what they clashed with
+// and what could be booked instead.
+type ErrorDetail struct {
+	Code         string                `json:"code"`
+	Message      string                `json:"message"`
+	With         []core.ReservationRef `json:"with,omitempty"`
+	Alternatives []core.Alternative    `json:"alternatives,omitempty"`
+}
+
+func gpuRefJSON(g core.GPURef) GPU {
+	return GPU{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID, Model: g.Model}
+}
+
+func reservationJSON(r core.Reservation, now time.Time) Reservation {
+	out := Reservation{
+		ID: r.Name(), Owner: r.Owner, Project: r.Project, State: string(r.StateAt(now)),
+		Start: r.Start, End: r.End, Model: r.Model, Note: r.Note, GPUs: []GPU{},
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	for _, g := range r.GPUs {
+		out.GPUs = append(out.GPUs, gpuRefJSON(g))
+	}
+	return out
+}
+
+func nodeStatusJSON(n core.NodeStatus) Node {
+	out := Node{Name: n.Name, CreatedAt: n.CreatedAt, GPUs: []GPU{}}
+	for _, g := range n.GPUs {
+		out.GPUs = append(out.GPUs, GPU{
+			ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID, Model: g.Model().String(),
+			Name: g.Name, Memory: g.MemoryMiB, State: string(g.State),
+			Status: g.Status, Reservation: g.Reservation, Next: g.Next,
+		})
+	}
+	return out
+}
+
+func nodeJSON(n core.Node) Node {
+	out := Node{Name: n.Name, CreatedAt: n.CreatedAt, GPUs: []GPU{}}
+	for _, g := range n.GPUs {
+		out.GPUs = append(out.GPUs, GPU{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID,
+			Model: g.Model().String(), Name: g.Name, Memory: g.MemoryMiB, State: string(g.State)})
+	}
+	return out
+}
+
+func calendarJSON(c core.Calendar) Calendar {
+	out := Calendar{From: c.From, To: c.To, GPUs: []GPU{}, Items: []CalendarItem{}}
+	for _, g := range c.GPUs {
+		out.GPUs = append(out.GPUs, gpuRefJSON(g))
+	}
+	for _, it := range c.Items {
+		out.Items = append(out.Items, CalendarItem{Kind: it.Kind, ID: it.ID, GPUs: it.GPUs, Start: it.Start, End: it.End,
+			Owner: it.Owner, Project: it.Project, State: string(it.State), Note: it.Note})
+	}
+	return out
+}

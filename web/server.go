@@ -1,0 +1,163 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/gpucal/gpucal/core"
+)
+
+// KeyStore keeps the outcomes of requests sent with an Idempotency-Key.
+// store.DB implements it.
+type KeyStore interface {
+	ClaimKey(ctx context.Context, rec core.IdempotencyRecord, staleBefore time.Time) (existing core.IdempotencyRecord, claimed bool, err error)
+	CompleteKey(ctx context.Context, user, key string, status int, body []byte) error
+	ReleaseKey(ctx context.Context, user, key string) error
+}
+
+// Config is what a Server needs.
+type Config struct {
+	Service *core.Service
+	Keys    KeyStore
+	Ready   func(ctx context.Context) error // readiness: the database answers
+	Logger  *slog.Logger
+	Metrics *Metrics // nil: a fresh registry
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	svc     *core.Service
+	keys    KeyStore
+	ready   func(ctx context.Context) error
+	log     *slog.Logger
+	metrics *Metrics
+	mux     *http.ServeMux
+}
+
+// NewServer returns a Server with every route registered.
+func NewServer(cfg Config) *Server {
+	s := &Server{svc: cfg.Service, keys: cfg.Keys, ready: cfg.Ready, log: cfg.Logger, metrics: cfg.Metrics, mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.mux.HandleFunc("GET /readyz", s.handleReady)
+	s.mux.Handle("GET /metrics", s.metrics.Handler())
+
+	api := func(pattern string, h func(http.ResponseWriter, *http.Request, core.Actor)) {
+		s.mux.Handle(pattern, s.authenticated(pattern, h))
+	}
+	api("GET /api/v1/me", s.handleMe)
+	api("GET /api/v1/nodes", s.handleNodes)
+	api("POST /api/v1/nodes", s.handleAddNode)
+	api("POST /api/v1/reservations", s.handleBook)
+	api("GET /api/v1/reservations", s.handleReservations)
+	api("GET /api/v1/reservations/{id}", s.handleReservation)
+	api("DELETE /api/v1/reservations/{id}", s.handleCancel)
+	api("POST /api/v1/reservations/{id}/cancel", s.handleCancel)
+	api("POST /api/v1/reservations/{id}/extend", s.handleExtend)
+	api("POST /api/v1/reservations/{id}/release", s.handleRelease)
+	api("GET /api/v1/calendar", s.handleCalendar)
+	api("GET /api/v1/users", s.handleUsers)
+	api("POST /api/v1/users", s.handleAddUser)
+	api("GET /api/v1/projects", s.handleProjects)
+	api("POST /api/v1/projects", s.handleAddProject)
+	api("POST /api/v1/projects/{name}/members", s.handleSetMember)
+	api("POST /api/v1/tokens", s.handleCreateToken)
+	api("GET /api/v1/audit", s.handleAudit)
+	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, core.Errorf(core.CodeNotFound, "no API route %s %s; see docs/api.md", r.Method, r.URL.Path))
+	})
+}
+
+// ServeHTTP logs and measures every request and turns panics into 500s.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			if !rec.wrote {
+				writeError(rec, core.Errorf(core.CodeInternal, "internal error"))
+			}
+		}
+		_, pattern := s.mux.Handler(r)
+		s.metrics.observeHTTP(pattern, rec.status, time.Since(start))
+		level := slog.LevelDebug
+		if rec.status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
+	}()
+	s.mux.ServeHTTP(rec, r)
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if s.ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.ready(ctx); err != nil {
+			s.log.Warn("not ready", "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "database unavailable"})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+type actorKey struct{}
+
+// authenticated resolves the bearer token to an actor, then applies the
+// Idempotency-Key protocol to POSTs that carry one.
+func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http.Request, core.Actor)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok && r.Header.Get("Authorization") != "" {
+			writeError(w, core.Errorf(core.CodeUnauthorized, "use 'Authorization: Bearer <token>'"))
+			return
+		}
+		a, err := s.svc.Authenticate(r.Context(), strings.TrimSpace(token))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if r.Method == http.MethodPost && r.Header.Get("Idempotency-Key") != "" {
+			s.idempotent(w, r, a, h)
+			return
+		}
+		h(w, r, a)
+	})
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
