@@ -1,0 +1,40 @@
+# gpucal — the two commands that matter: `make run` and `make test`.
+
+GO       ?= go
+BIN      := bin/gpucal
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+
+.PHONY: build run test bench lint fuzz clean
+
+## build: the gpucal binary (server, demo and client in one), pure Go, into bin/
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpucal
+
+## run: the demo — a server on embedded SQLite with a demo cluster and bookings
+run: build
+	./$(BIN) demo $(ARGS)
+
+## test: go vet, then every test with the race detector, PostgreSQL included
+test:
+	bash scripts/test.sh
+
+## bench: the benchmarks, with memory statistics
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## lint: formatting and vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime $(FUZZTIME) ./core
+	$(GO) test -run '^$$' -fuzz '^FuzzParseModel$$' -fuzztime $(FUZZTIME) ./core
+	$(GO) test -run '^$$' -fuzz '^FuzzParseReservationID$$' -fuzztime $(FUZZTIME) ./core
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWhen$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
+
+clean:
+	rm -rf bin

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gpucal/gpucal/core"
+	"github.com/gpucal/gpucal/store"
+	"github.com/gpucal/gpucal/web"
+)
+
+// serverConfig is everything `gpucal server` is configured with.
+type serverConfig struct {
+	addr           string
+	db             string
+	data           string
+	logLevel       string
+	logFormat      string
+	bootstrapToken string
+}
+
+func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&c.addr, "addr", envOr(e, "GPUCAL_ADDR", "127.0.0.1:8080"), "listen address (GPUCAL_ADDR)")
+	fs.StringVar(&c.db, "db", e.getenv("GPUCAL_DB"), "database: sqlite:PATH or postgres://… (GPUCAL_DB; default sqlite:DATA/gpucal.db)")
+	fs.StringVar(&c.data, "data", envOr(e, "GPUCAL_DATA", defaultDataDir()), "data folder for the embedded SQLite database (GPUCAL_DATA)")
+	fs.StringVar(&c.logLevel, "log-level", envOr(e, "GPUCAL_LOG_LEVEL", "info"), "log level: debug, info, warn, error (GPUCAL_LOG_LEVEL)")
+	fs.StringVar(&c.logFormat, "log-format", envOr(e, "GPUCAL_LOG_FORMAT", "text"), "log format: text or json (GPUCAL_LOG_FORMAT)")
+	c.bootstrapToken = e.getenv("GPUCAL_BOOTSTRAP_TOKEN")
+}
+
+func (c *serverConfig) dsn() string {
+	if c.db != "" {
+		return c.db
+	}
+	return "sqlite:" + filepath.Join(c.data, "gpucal.db")
+}
+
+func runServer(ctx context.Context, e *env, args []string) error {
+	var cfg serverConfig
+	fs := newFlagSet("server", e)
+	cfg.flags(fs, e)
+	if _, err := parseArgs(fs, args, 0, 0); err != nil {
+		return err
+	}
+	return serve(ctx, e, cfg, hooks{})
+}
+
+// hooks let the demo seed data and announce itself.
+type hooks struct {
+	prepare func(ctx context.Context, db *store.DB) error // after the database is open, before listening
+	ready   func(url string)                              // once the listener is open
+}
+
+// serve runs the server until ctx ends.
+func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
+	log, err := newLogger(e, cfg.logLevel, cfg.logFormat)
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, cfg.dsn(), log.With("component", "store"))
+	if err != nil {
+		return fmt.Errorf("opening the database: %w", err)
+	}
+	defer db.Close()
+	svc := core.NewService(db)
+
+	if h.prepare != nil {
+		if err := h.prepare(ctx, db); err != nil {
+			return err
+		}
+	}
+	if err := ensureAdmin(ctx, e, svc, cfg.bootstrapToken); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
+	}
+	api := web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, Logger: log.With("component", "web")})
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	url := "http://" + ln.Addr().String()
+	log.Info("gpucal server listening", "url", url, "db", db.Dialect(), "version", version)
+
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- purgeKeys(ctx, db, log) }()
+	if h.ready != nil {
+		h.ready(url)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdownCtx)
+}
+
+// ensureAdmin installs GPUCAL_BOOTSTRAP_TOKEN, or on a first start without
+// one creates an admin token and prints it once.
+func ensureAdmin(ctx context.Context, e *env, svc *core.Service, bootstrap string) error {
+	if bootstrap != "" {
+		if err := svc.InstallToken(ctx, "admin", bootstrap); err != nil {
+			return fmt.Errorf("installing GPUCAL_BOOTSTRAP_TOKEN: %w", err)
+		}
+		return nil
+	}
+	has, err := svc.HasAdmin(ctx)
+	if err != nil || has {
+		return err
+	}
+	tok, err := svc.CreateToken(ctx, core.System, "admin", "first start", true)
+	if err != nil {
+		return fmt.Errorf("creating the first admin token: %w", err)
+	}
+	fmt.Fprintf(e.stderr, "\n  First start: created user \"admin\" with this API token (shown once, stored hashed):\n\n      %s\n\n  Use it with: gpucal login --token %s\n\n", tok, tok)
+	return nil
+}
+
+// purgeKeys forgets idempotency keys after a day, as Stripe does.
+func purgeKeys(ctx context.Context, db *store.DB, log *slog.Logger) error {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := db.PurgeKeys(ctx, time.Now().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
+			log.Warn("purging idempotency keys", "err", err)
+		} else if n > 0 {
+			log.Debug("purged idempotency keys", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func newLogger(e *env, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	}
+	return nil, usagef("--log-format %q: use text or json", format)
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "gpucal")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "gpucal")
+	}
+	return "gpucal-data"
+}
+
+func envOr(e *env, key, def string) string {
+	if v := e.getenv(key); v != "" {
+		return v
+	}
+	return def
+}
