@@ -184,8 +184,8 @@ func TestBadInput(t *testing.T) {
 	long := strings.Repeat("x", 501)
 	tests := []struct {
 		name, method, path, token, body string
-		status                           int
-		msg                              string
+		status                          int
+		msg                             string
 	}{
 		{"no token", "POST", "/api/v1/reservations", "", `{"gpus":1}`, 401, "token is required"},
 		{"wrong token", "POST", "/api/v1/reservations", "nope", `{"gpus":1}`, 401, "not valid"},
