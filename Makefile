@@ -9,7 +9,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 
 ## build: the gpucal binary (server, demo and client in one), pure Go, into bin/
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpucal
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpucal
 
 ## run: the demo — a server on embedded SQLite with a demo cluster and bookings
 run: build
