@@ -1,0 +1,75 @@
+package core
+
+import "time"
+
+// Snapshot is everything the planner looks at: the inventory, the holding
+// reservations, the jobs holding GPUs and the queue. The planner never
+// changes it.
+type Snapshot struct {
+	Nodes        []Node
+	Reservations []Reservation // holding reservations that end after now
+	Running      []Job         // starting, running or draining, with Assigned GPUs and StartedAt
+	Queued       []Job
+	// Estimates holds a runtime estimate per job ID, running and queued; a
+	// job without one gets DefaultEstimator's.
+	Estimates map[int64]Estimate
+	// Usage is each project's recent GPU usage in GPU-seconds with
+	// exponential decay (fair share); Shares its share weight (default 1).
+	Usage  map[string]float64
+	Shares map[string]float64
+}
+
+// PlanConfig tunes the planner.
+type PlanConfig struct {
+	// DrainLead is how long before a drain deadline the checkpoint signal is sent.
+	DrainLead time.Duration
+	// AgingHalfLife: a job's ordering score halves for every AgingHalfLife it has
+	// waited, so long-waiting large jobs overtake new small ones (no starvation).
+	AgingHalfLife time.Duration
+	// FairShareWeight scales how strongly a project's usage above its share
+	// pushes its jobs back within a class (0 turns fair share off).
+	FairShareWeight float64
+	// Horizon bounds how far ahead the planner looks; a job that cannot
+	// start within it is reported as unplaceable.
+	Horizon time.Duration
+}
+
+// DefaultPlanConfig is the planner's configuration unless a site sets another.
+var DefaultPlanConfig = PlanConfig{
+	DrainLead:       10 * time.Minute,
+	AgingHalfLife:   6 * time.Hour,
+	FairShareWeight: 1,
+	Horizon:         365 * 24 * time.Hour,
+}
+
+// Plan is the planner's output for one instant.
+type Plan struct {
+	Now     time.Time
+	Queued  []PlannedJob // in queue order
+	Running []PlannedJob // running jobs with their predicted ends
+	Drains  []DrainOrder // every drain order, by deadline
+}
+
+// PlannedJob is one job's place in a plan.
+type PlannedJob struct {
+	Job      int64
+	Position int     // 1-based queue position (0 for running jobs)
+	GPUs     []int64 // the GPUs it is planned on (nil when unplaceable)
+	StartP50 time.Time
+	StartP90 time.Time
+	EndP50   time.Time
+	EndP90   time.Time
+	Reason   string      // why it is not running yet, in words a user understands
+	Drain    *DrainOrder // set when it will be stopped for a reservation
+	StartNow bool        // its planned start has come: the server should start it
+	Estimate Estimate
+}
+
+// DrainOrder stops a preemptible job before a reservation needs its GPUs:
+// the checkpoint signal at SignalAt, SIGTERM and then SIGKILL by Deadline.
+type DrainOrder struct {
+	Job         int64     `json:"job"`
+	Reservation int64     `json:"reservation,omitempty"` // the window it makes room for (0: a reserved job)
+	SignalAt    time.Time `json:"signal_at"`
+	Deadline    time.Time `json:"deadline"`
+}

@@ -1,0 +1,493 @@
+package core
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Planner turns a Snapshot into a Plan. It is pure and deterministic: no
+// clock, no IO, no goroutines; the same (now, snapshot) gives the same plan,
+// and the snapshot is never modified.
+type Planner struct {
+	Config PlanConfig
+}
+
+// Plan plans every queued job: order, then place (conservative backfill on
+// per-GPU timelines with median durations, then again with P90 durations
+// for the pessimistic band), then explain.
+func (p Planner) Plan(now time.Time, s Snapshot) Plan {
+	now = now.UTC().Truncate(time.Second)
+	est := estimator(s)
+	queue := p.order(now, s, est)
+	median := p.place(now, s, queue, est, false)
+	pessimistic := p.place(now, s, queue, est, true)
+	return p.explain(now, s, queue, est, median, pessimistic)
+}
+
+// WhatIf plans probe as if it were submitted now, alongside the queue, and
+// returns its place; nothing else changes. probe.ID should be 0; its
+// estimate comes from s.Estimates[0] or its Hints.Guess.
+func (p Planner) WhatIf(now time.Time, s Snapshot, probe Job) PlannedJob {
+	probe.ID = 0
+	if probe.SubmittedAt.IsZero() {
+		probe.SubmittedAt = now
+	}
+	probe.State = JobQueued
+	s.Queued = append(slices.Clip(s.Queued), probe)
+	for _, pj := range p.Plan(now, s).Queued {
+		if pj.Job == 0 {
+			return pj
+		}
+	}
+	return PlannedJob{}
+}
+
+// estimator returns a job's estimate: the snapshot's, or the default.
+func estimator(s Snapshot) func(Job) Estimate {
+	return func(j Job) Estimate {
+		if e, ok := s.Estimates[j.ID]; ok && e.P50 > 0 {
+			e.P90 = max(e.P90, e.P50)
+			return e
+		}
+		return DefaultEstimator{}.Estimate(j, time.Time{})
+	}
+}
+
+// placement is where one pass put one job.
+type placement struct {
+	ok         bool
+	start, end int64   // seconds; end is where it stops (drained or done)
+	gpus       []int64 // GPU IDs
+	drain      *DrainOrder
+	blocker    *interval // the commitment whose end it waits for
+	blockerGPU int       // timelines index of the GPU that commitment is on
+	why        string    // why it could not be placed at all
+}
+
+// passResult is one placement pass: per queued job (queue order) and per running job.
+type passResult struct {
+	queued  []placement
+	running map[int64]placement
+	tl      *timelines
+}
+
+func secs(t time.Time) int64 { return t.Unix() }
+
+// durSecs is a duration in whole seconds, at least one minute.
+func durSecs(d time.Duration) int64 { return max(int64((d+time.Second-1)/time.Second), 60) }
+
+// place is the planner's second stage, run once with median durations and
+// once with P90 durations (pessimistic).
+func (p Planner) place(now time.Time, s Snapshot, queue []Job, est func(Job) Estimate, p90 bool) passResult {
+	n := secs(now)
+	tl := newTimelines(n, s.Nodes)
+	res := passResult{running: map[int64]placement{}, tl: tl}
+	windows := map[int64]Reservation{}
+
+	// 1. Reservations block their GPUs for their windows.
+	for _, r := range s.Reservations {
+		if !r.State.Holds() || !r.End.After(now) {
+			continue
+		}
+		windows[r.ID] = r
+		for _, g := range r.GPUs {
+			if gi, ok := tl.byID[g.ID]; ok {
+				tl.add(gi, interval{start: secs(r.Start), end: secs(r.End), kind: ivReservation, id: r.ID})
+			}
+		}
+	}
+	// 2. Running jobs hold their GPUs until their predicted end; preemptible
+	//    ones only until the first foreign window on their GPUs opens.
+	running := slices.Clone(s.Running)
+	slices.SortFunc(running, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	for _, j := range running {
+		e := est(j)
+		start := secs(j.StartedAt)
+		end := runningEnd(n, start, e, p90)
+		var gis []int
+		for _, g := range j.Assigned {
+			if gi, ok := tl.byID[g.ID]; ok {
+				gis = append(gis, gi)
+			}
+		}
+		pl := placement{ok: true, start: start, end: end}
+		if j.Preemptible || j.Class == ClassLow {
+			pl.end, pl.drain = p.drainBefore(tl, gis, j, start, end, n)
+		}
+		for _, gi := range gis {
+			tl.add(gi, interval{start: start, end: pl.end, kind: ivJob, id: j.ID, preemptible: j.Preemptible})
+			pl.gpus = append(pl.gpus, tl.gpus[gi].gpu.ID)
+		}
+		res.running[j.ID] = pl
+	}
+	for ni := range tl.nodes {
+		tl.refresh(ni)
+	}
+	// 3. Queued jobs, in order, each at its earliest start (conservative backfill).
+	limit := n + int64(p.horizon()/time.Second)
+	var buf []window
+	caps := capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
+	for _, j := range queue {
+		e := est(j)
+		d := e.P50
+		if p90 {
+			d = e.P90
+		}
+		pl := p.placeJob(tl, windows, caps, j, durSecs(d), n, limit, &buf)
+		res.queued = append(res.queued, pl)
+	}
+	return res
+}
+
+func (p Planner) horizon() time.Duration {
+	if p.Config.Horizon > 0 {
+		return p.Config.Horizon
+	}
+	return DefaultPlanConfig.Horizon
+}
+
+// runningEnd predicts when a running job ends. A job already past its
+// estimate is expected to end a little later rather than in the past.
+func runningEnd(now, start int64, e Estimate, p90 bool) int64 {
+	d := durSecs(e.P50)
+	if p90 {
+		d = durSecs(e.P90)
+	}
+	end := start + d
+	if end <= now {
+		end = now + max(d/20, 60)
+	}
+	return end
+}
+
+// placeJob finds the earliest placement for j and commits it to tl.
+func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps capacities, j Job, dur, now, limit int64, buf *[]window) placement {
+	model := caps.model(j.Model)
+	sk := seeker{model: model, preemptible: j.Preemptible || j.Class == ClassLow, dur: dur}
+	from := now
+	var only map[int64]bool
+	if j.Class == ClassReserved {
+		r, ok := windows[j.Reservation]
+		if !ok {
+			return placement{why: "its reservation " + ReservationName(j.Reservation) + " is over or was cancelled"}
+		}
+		sk.reservation = r.ID
+		from = max(now, secs(r.Start))
+		only = map[int64]bool{}
+		for _, g := range r.GPUs {
+			only[g.ID] = true
+		}
+	}
+	usable := func(g *gpuLine) bool { return sk.usable(g) && (only == nil || only[g.gpu.ID]) }
+
+	// How many usable GPUs each node has decides between one node and a gang.
+	c := caps.of(tl, model, sk.reservation, usable)
+	counts, total, largest := c.counts, c.total, c.largest
+	if j.GPUs > total {
+		return placement{why: "it asks for more GPUs of its model than exist"}
+	}
+	var best fit
+	var found bool
+	if j.GPUs <= largest {
+		best, found = p.fitOneNode(tl, sk, usable, counts, j.GPUs, from, limit, buf)
+	} else {
+		best, found = p.fitGang(tl, sk, usable, counts, j.GPUs, from, limit, buf)
+	}
+	if !found {
+		return placement{why: "it cannot start within the planning horizon"}
+	}
+
+	pl := placement{ok: true, start: best.start, end: best.start + dur}
+	if sk.preemptible {
+		pl.end, pl.drain = p.drainBefore(tl, best.gpus, j, pl.start, pl.end, now)
+	}
+	pl.blocker, pl.blockerGPU = blockerOf(tl, sk, best.gpus, best.start, now)
+	touched := map[int]bool{}
+	for _, gi := range best.gpus {
+		tl.add(gi, interval{start: pl.start, end: pl.end, kind: ivJob, id: j.ID, preemptible: sk.preemptible})
+		pl.gpus = append(pl.gpus, tl.gpus[gi].gpu.ID)
+		touched[tl.gpus[gi].node] = true
+	}
+	for ni := range touched {
+		tl.refresh(ni)
+	}
+	return pl
+}
+
+// fitOneNode finds the best single-node placement: the earliest start,
+// then the best fit in space and time. Per-node bounds keep the search
+// small: nothing can start later than the earliest instant some node is
+// free for good, and a node whose lower bound is later than the best start
+// so far is skipped. Among nodes tied at the best start, at most
+// maxTieChecks more are compared for fit.
+func (p Planner) fitOneNode(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
+	const maxTieChecks = 16
+	s := seekerOnly{seeker: sk, usable: usable}
+	lbs := make([]int64, len(tl.nodes))
+	first := -1
+	for ni := range tl.nodes {
+		lbs[ni] = never
+		if counts[ni] < k {
+			continue
+		}
+		lb, ub, ok := tl.bounds(ni, k, sk.dur, usable)
+		if !ok {
+			continue
+		}
+		lbs[ni] = max(lb, from)
+		limit = min(limit, max(ub, from))
+		if first < 0 || lbs[ni] < lbs[first] {
+			first = ni
+		}
+	}
+	if first < 0 {
+		return fit{}, false
+	}
+	best, found := s.earliestOn(tl, first, k, from, limit, buf)
+	ties := 0
+	for ni := range tl.nodes {
+		bound := limit
+		if found {
+			bound = best.start
+		}
+		if ni == first || lbs[ni] > bound {
+			continue
+		}
+		if found && lbs[ni] == best.start {
+			if ties++; ties > maxTieChecks {
+				continue
+			}
+		}
+		if f, ok := s.earliestOn(tl, ni, k, from, bound, buf); ok && (!found || f.better(best)) {
+			best, found = f, true
+		}
+	}
+	return best, found
+}
+
+// fitGang places a job larger than any node on whole nodes that start
+// together: the GPUs of every node but the last, and best-fitting GPUs of
+// the last. Each node's feasible starts (all its usable GPUs free for the
+// duration) form windows; a sweep over all nodes' windows finds the
+// earliest instant at which enough nodes are free together.
+func (p Planner) fitGang(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
+	s := seekerOnly{seeker: sk, usable: usable}
+	type event struct {
+		at    int64
+		delta int
+	}
+	// Nodes wholly free from their tails on give an upper bound: the
+	// earliest instant by which enough of them are free for good.
+	type tailed struct {
+		tail int64
+		n    int
+	}
+	var tails []tailed
+	for ni := range tl.nodes {
+		if counts[ni] > 0 {
+			tails = append(tails, tailed{max(tl.nodes[ni].tail, from), counts[ni]})
+		}
+	}
+	slices.SortFunc(tails, func(a, b tailed) int { return cmp.Compare(a.tail, b.tail) })
+	bound, got := int64(never), 0
+	for _, t := range tails {
+		if got += t.n; got >= k {
+			bound = t.tail
+			break
+		}
+	}
+	limit = min(limit, bound)
+	var events []event
+	for ni := range tl.nodes {
+		if counts[ni] == 0 || max(tl.lowerBound(ni, counts[ni]), from) > limit {
+			continue
+		}
+		for _, w := range s.nodeWindows(tl, ni, counts[ni], from, limit, buf) {
+			events = append(events, event{w.from, counts[ni]}, event{w.to + 1, -counts[ni]})
+		}
+	}
+	slices.SortFunc(events, func(a, b event) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	free := 0
+	for _, e := range events {
+		free += e.delta
+		if e.delta > 0 && free >= k && e.at <= limit {
+			return s.gangAt(tl, counts, k, e.at, buf)
+		}
+	}
+	return fit{}, false
+}
+
+// nodeWindows returns the windows of starts in [from, limit] at which all k
+// usable GPUs of node ni are free for the duration.
+func (s seekerOnly) nodeWindows(tl *timelines, ni, k int, from, limit int64, buf *[]window) []window {
+	ws := (*buf)[:0]
+	for _, gi := range tl.nodes[ni].gpus {
+		if s.usable(&tl.gpus[gi]) {
+			ws = s.windows(tl, gi, from, limit, ws)
+		}
+	}
+	*buf = ws
+	type edge struct {
+		at    int64
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(ws))
+	for _, w := range ws {
+		edges = append(edges, edge{w.from, 1})
+		if w.to < never {
+			edges = append(edges, edge{w.to + 1, -1})
+		}
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	var out []window
+	count := 0
+	for i, e := range edges {
+		count += e.delta
+		if count == k && e.delta > 0 {
+			end := int64(never)
+			if i+1 < len(edges) {
+				end = edges[i+1].at - 1
+			}
+			out = append(out, window{from: e.at, to: end})
+		}
+	}
+	return out
+}
+
+// gangAt gathers wholly free nodes at t until they hold k GPUs.
+func (s seekerOnly) gangAt(tl *timelines, counts []int, k int, t int64, buf *[]window) (fit, bool) {
+	var whole []int
+	for ni := range tl.nodes {
+		if counts[ni] == 0 || max(tl.lowerBound(ni, counts[ni]), t) > t {
+			continue
+		}
+		if f, ok := s.earliestOn(tl, ni, counts[ni], t, t, buf); ok {
+			whole = append(whole, f.gpus...)
+		}
+		if len(whole) >= k {
+			// Sorted by node then index so that the partial node is the last one.
+			slices.SortFunc(whole, func(a, b int) int {
+				ga, gb := &tl.gpus[a], &tl.gpus[b]
+				return cmp.Or(cmp.Compare(ga.node, gb.node), cmp.Compare(ga.gpu.Index, gb.gpu.Index))
+			})
+			return fit{start: t, gpus: whole[:k]}, true
+		}
+	}
+	return fit{}, false
+}
+
+// seekerOnly is a seeker restricted to some GPUs (a reserved job's).
+type seekerOnly struct {
+	seeker
+	usable func(*gpuLine) bool
+}
+
+func (s seekerOnly) earliestOn(tl *timelines, ni, k int, from, limit int64, buf *[]window) (fit, bool) {
+	ws := (*buf)[:0]
+	for _, gi := range tl.nodes[ni].gpus {
+		if s.usable(&tl.gpus[gi]) {
+			ws = s.windows(tl, gi, from, limit, ws)
+		}
+	}
+	*buf = ws
+	return s.seeker.best(tl, ws, k, limit)
+}
+
+// drainBefore cuts a preemptible job's run at the first foreign
+// reservation window on its GPUs that opens after it starts, and returns
+// the drain order: its deadline is that window's start, or the job's own
+// start when it begins inside a window (drainable at once).
+func (p Planner) drainBefore(tl *timelines, gis []int, j Job, start, end, now int64) (int64, *DrainOrder) {
+	var deadline, cut int64 = never, end
+	var res int64
+	for _, gi := range gis {
+		for _, iv := range tl.gpus[gi].busy {
+			if iv.kind != ivReservation || iv.id == j.Reservation || iv.end <= start || iv.start >= end {
+				continue
+			}
+			if d := max(iv.start, start); d < deadline || (d == deadline && iv.id < res) {
+				deadline, res = d, iv.id
+			}
+			if iv.start > start {
+				cut = min(cut, iv.start)
+			}
+		}
+	}
+	if deadline == never {
+		return end, nil
+	}
+	lead := int64(p.Config.DrainLead / time.Second)
+	signal := max(deadline-lead, start, now)
+	return cut, &DrainOrder{Job: j.ID, Reservation: res, SignalAt: time.Unix(signal, 0).UTC(), Deadline: time.Unix(deadline, 0).UTC()}
+}
+
+// blockerOf finds the commitment a job placed at start waits for: the
+// blocking interval on its GPUs that ends last at or before start.
+func blockerOf(tl *timelines, sk seeker, gis []int, start, now int64) (*interval, int) {
+	if start <= now {
+		return nil, 0
+	}
+	var best *interval
+	bestGPU := 0
+	for _, gi := range gis {
+		busy := tl.gpus[gi].busy
+		for i := range busy {
+			iv := &busy[i]
+			if !sk.blocks(*iv) || iv.end > start || iv.end <= now {
+				continue
+			}
+			if best == nil || iv.end > best.end || (iv.end == best.end && iv.kind > best.kind) {
+				c := *iv
+				best, bestGPU = &c, gi
+			}
+		}
+	}
+	return best, bestGPU
+}
+
+// capacities caches, for one pass, what does not change while jobs are
+// placed: parsed model names and how many usable GPUs each node has for a
+// model (and a reservation's GPUs).
+type capacities struct {
+	models map[string]Model
+	counts map[capKey]capacity
+}
+
+type capKey struct {
+	model       Model
+	reservation int64
+}
+
+type capacity struct {
+	counts         []int // usable GPUs per node
+	total, largest int
+}
+
+func (c capacities) model(name string) Model {
+	m, ok := c.models[name]
+	if !ok {
+		m, _ = ParseModel(name)
+		c.models[name] = m
+	}
+	return m
+}
+
+func (c capacities) of(tl *timelines, m Model, reservation int64, usable func(*gpuLine) bool) capacity {
+	key := capKey{m, reservation}
+	if got, ok := c.counts[key]; ok {
+		return got
+	}
+	got := capacity{counts: make([]int, len(tl.nodes))}
+	for ni, nl := range tl.nodes {
+		for _, gi := range nl.gpus {
+			if usable(&tl.gpus[gi]) {
+				got.counts[ni]++
+			}
+		}
+		got.total += got.counts[ni]
+		got.largest = max(got.largest, got.counts[ni])
+	}
+	c.counts[key] = got
+	return got
+}

@@ -1,0 +1,319 @@
+package core
+
+import (
+	"math"
+	"slices"
+)
+
+// The planner works on per-GPU timelines in whole seconds since the Unix
+// epoch: cheap to compare and free of time zones.
+
+// never is the end of an open interval.
+const never = math.MaxInt64 / 4
+
+type ivKind uint8
+
+const (
+	ivJob         ivKind = iota // a running or planned job
+	ivReservation               // a reservation window
+)
+
+// interval is one commitment on one GPU, [start, end).
+type interval struct {
+	start, end  int64
+	kind        ivKind
+	id          int64 // job or reservation ID
+	preemptible bool  // a job that may be drained
+}
+
+// gpuLine is one GPU and its commitments, sorted by start.
+type gpuLine struct {
+	gpu   GPU
+	model Model
+	node  int // index into timelines.nodes
+	busy  []interval
+
+	// Summaries for pruning, kept by refresh: considering jobs only, the
+	// first free instant, the end of the last job and the longest free gap
+	// between now and it; and the end of the last commitment of any kind.
+	firstFree, jobTail, maxGap, allTail int64
+}
+
+// nodeLine is a node and the indexes of its GPUs in timelines.gpus.
+type nodeLine struct {
+	name string
+	gpus []int
+	// firstFree holds, sorted, the first instant each up GPU is not held
+	// by a job: a lower bound on any job's start there (reservations may
+	// only make it later).
+	firstFree []int64
+	// tail is when the node's last commitment ends: from then on it is
+	// wholly free, an upper bound on any job's start there.
+	tail int64
+	// For the common case — all up GPUs of the node usable by a job — the
+	// node's bounds without looking at its GPUs: its model when all its GPUs
+	// share one (and all are up), the sorted last-job ends and last
+	// commitment ends of its GPUs, and their longest gap.
+	uniform  bool
+	model    Model
+	jobTails []int64
+	allTails []int64
+	maxGap   int64
+}
+
+// timelines is the planner's working copy of the cluster in time.
+type timelines struct {
+	now   int64
+	gpus  []gpuLine
+	nodes []nodeLine
+	byID  map[int64]int // GPU ID → index in gpus
+}
+
+func newTimelines(now int64, nodes []Node) *timelines {
+	tl := &timelines{now: now, byID: map[int64]int{}}
+	type nameMem struct {
+		name string
+		mib  int64
+	}
+	models := map[nameMem]Model{} // parsing a model name is slow; clusters have few
+	for ni, n := range nodes {
+		nl := nodeLine{name: n.Name}
+		for _, g := range n.GPUs {
+			m, ok := models[nameMem{g.Name, g.MemoryMiB}]
+			if !ok {
+				m = g.Model()
+				models[nameMem{g.Name, g.MemoryMiB}] = m
+			}
+			tl.byID[g.ID] = len(tl.gpus)
+			nl.gpus = append(nl.gpus, len(tl.gpus))
+			tl.gpus = append(tl.gpus, gpuLine{gpu: g, model: m, node: ni})
+		}
+		tl.nodes = append(tl.nodes, nl)
+	}
+	return tl
+}
+
+// add inserts iv on the GPU at index gi, keeping the list sorted.
+func (tl *timelines) add(gi int, iv interval) {
+	busy := tl.gpus[gi].busy
+	i, _ := slices.BinarySearchFunc(busy, iv.start, func(a interval, t int64) int {
+		switch {
+		case a.start < t:
+			return -1
+		case a.start > t:
+			return 1
+		}
+		return 0
+	})
+	tl.gpus[gi].busy = slices.Insert(busy, i, iv)
+}
+
+// refresh recomputes a node's bounds after its GPUs changed.
+func (tl *timelines) refresh(ni int) {
+	n := &tl.nodes[ni]
+	n.firstFree = n.firstFree[:0]
+	n.jobTails, n.allTails = n.jobTails[:0], n.allTails[:0]
+	n.tail, n.maxGap, n.uniform = tl.now, 0, len(n.gpus) > 0
+	for _, gi := range n.gpus {
+		g := &tl.gpus[gi]
+		n.model = tl.gpus[n.gpus[0]].model
+		n.uniform = n.uniform && g.gpu.State == GPUUp && g.model == n.model
+		g.firstFree, g.jobTail, g.maxGap, g.allTail = -1, tl.now, 0, tl.now
+		for _, iv := range g.busy {
+			g.allTail = max(g.allTail, iv.end)
+			if iv.kind != ivJob || iv.end <= tl.now {
+				continue
+			}
+			if iv.start > g.jobTail {
+				if g.firstFree < 0 {
+					g.firstFree = g.jobTail
+				}
+				g.maxGap = max(g.maxGap, iv.start-g.jobTail)
+			}
+			g.jobTail = max(g.jobTail, iv.end)
+		}
+		if g.firstFree < 0 {
+			g.firstFree = g.jobTail
+		}
+		n.tail = max(n.tail, g.allTail)
+		n.maxGap = max(n.maxGap, g.maxGap)
+		n.jobTails = append(n.jobTails, g.jobTail)
+		n.allTails = append(n.allTails, g.allTail)
+		if g.gpu.State == GPUUp {
+			n.firstFree = append(n.firstFree, g.firstFree)
+		}
+	}
+	slices.Sort(n.firstFree)
+	slices.Sort(n.jobTails)
+	slices.Sort(n.allTails)
+}
+
+// bounds returns, for k GPUs of node ni for which usable holds and a job of
+// duration d, a lower bound on the earliest start (a GPU whose gaps are all
+// shorter than d cannot start before its last job ends) and an upper bound
+// (the instant from which k of them are free for good). ok is false when
+// the node has fewer than k usable GPUs.
+func (tl *timelines) bounds(ni, k int, d int64, usable func(*gpuLine) bool) (lb, ub int64, ok bool) {
+	if n := &tl.nodes[ni]; n.uniform && d > n.maxGap && usable(&tl.gpus[n.gpus[0]]) {
+		// No gap on the node is long enough: every GPU starts after its last job.
+		if k > len(n.jobTails) {
+			return 0, 0, false
+		}
+		return n.jobTails[k-1], n.allTails[k-1], true
+	}
+	var lows, highs [maxGPUsPerNode]int64
+	n := 0
+	for _, gi := range tl.nodes[ni].gpus {
+		g := &tl.gpus[gi]
+		if !usable(g) {
+			continue
+		}
+		l := g.jobTail
+		if g.maxGap >= d {
+			l = g.firstFree
+		}
+		lows[n], highs[n] = l, g.allTail
+		n++
+	}
+	if n < k {
+		return 0, 0, false
+	}
+	slices.Sort(lows[:n])
+	slices.Sort(highs[:n])
+	return lows[k-1], highs[k-1], true
+}
+
+// lowerBound returns the earliest instant k GPUs of node ni could all be
+// free, or never when it has fewer than k up GPUs.
+func (tl *timelines) lowerBound(ni, k int) int64 {
+	ff := tl.nodes[ni].firstFree
+	if k > len(ff) {
+		return never
+	}
+	return ff[k-1]
+}
+
+// seeker answers "when could this job run here" for one job: which
+// commitments block it and which GPUs it may use.
+type seeker struct {
+	model       Model
+	reservation int64 // the job's own reservation: its window does not block it
+	preemptible bool  // reservation windows do not block it (it is drained instead)
+	dur         int64
+}
+
+func (s seeker) blocks(iv interval) bool {
+	if iv.kind == ivJob {
+		return true
+	}
+	return !s.preemptible && iv.id != s.reservation
+}
+
+func (s seeker) usable(g *gpuLine) bool {
+	return g.gpu.State == GPUUp && s.model.Matches(g.model)
+}
+
+// window is a range of feasible starts [from, to] on one GPU; gapEnd is
+// where the free time it belongs to ends (for best fit in time).
+type window struct {
+	from, to, gapEnd int64
+	gpu              int
+}
+
+// windows appends gi's feasible start windows within [from, limit].
+func (s seeker) windows(tl *timelines, gi int, from, limit int64, out []window) []window {
+	cursor := from
+	for _, iv := range tl.gpus[gi].busy {
+		if iv.end <= cursor || !s.blocks(iv) {
+			continue
+		}
+		if cursor > limit {
+			return out
+		}
+		if iv.start-cursor >= s.dur {
+			out = append(out, window{from: cursor, to: iv.start - s.dur, gapEnd: iv.start, gpu: gi})
+		}
+		cursor = max(cursor, iv.end)
+	}
+	if cursor <= limit {
+		out = append(out, window{from: cursor, to: never, gapEnd: never, gpu: gi})
+	}
+	return out
+}
+
+// fit is a candidate placement on one node.
+type fit struct {
+	start int64
+	gpus  []int // indexes into timelines.gpus, best candidates first
+	idle  int   // usable GPUs of the node left free at start
+	slack int64 // free time left after the job on the chosen GPUs (less is a tighter fit)
+}
+
+// better orders candidate placements: earlier, then fewer GPUs left idle on
+// the node (space), then less free time cut off after the job (time).
+func (f fit) better(g fit) bool {
+	if f.start != g.start {
+		return f.start < g.start
+	}
+	if f.idle != g.idle {
+		return f.idle < g.idle
+	}
+	return f.slack < g.slack
+}
+
+// best finds the earliest start in ws (no later than limit) at which k of
+// the windows' GPUs are all free for the seeker's duration.
+func (s seeker) best(tl *timelines, ws []window, k int, limit int64) (fit, bool) {
+	slices.SortFunc(ws, func(a, b window) int {
+		switch {
+		case a.from < b.from:
+			return -1
+		case a.from > b.from:
+			return 1
+		}
+		return a.gpu - b.gpu
+	})
+	for _, c := range ws {
+		if c.from > limit {
+			break
+		}
+		if f, ok := s.fitAt(tl, ws, c.from, k); ok {
+			return f, true
+		}
+	}
+	return fit{}, false
+}
+
+// fitAt checks whether k GPUs among ws can all start at t, and picks the
+// ones whose free time ends soonest after the job (tightest in time).
+func (s seeker) fitAt(tl *timelines, ws []window, t int64, k int) (fit, bool) {
+	var scratch [16]window
+	cands := scratch[:0]
+	for _, w := range ws {
+		if w.from <= t && t <= w.to {
+			cands = append(cands, w)
+		}
+	}
+	if len(cands) < k {
+		return fit{}, false
+	}
+	slices.SortFunc(cands, func(a, b window) int {
+		if a.gapEnd != b.gapEnd {
+			if a.gapEnd < b.gapEnd {
+				return -1
+			}
+			return 1
+		}
+		return tl.gpus[a.gpu].gpu.Index - tl.gpus[b.gpu].gpu.Index
+	})
+	f := fit{start: t, idle: len(cands) - k}
+	for _, w := range cands[:k] {
+		f.gpus = append(f.gpus, w.gpu)
+		if w.gapEnd == never {
+			f.slack += 1 << 40 // open-ended free time: the loosest fit
+		} else {
+			f.slack += w.gapEnd - (t + s.dur)
+		}
+	}
+	return f, true
+}
