@@ -24,7 +24,7 @@ const module = "github.com/gpucal/gpucal"
 // adapters are the packages that import core and never each other; each
 // rule covers the package and those below it (bot covers bot/slack). One
 // that does not exist yet is simply skipped.
-var adapters = []string{"bot", "web", "agent", "store", "sim", "notify"}
+var adapters = []string{"bot", "web", "agent", "store", "sim", "notify", "scheduler"}
 
 // bunOwners may import bun; nobody else may (STYLE: bun stays inside store).
 var bunOwners = []string{"store"}

@@ -67,6 +67,20 @@ func (s *Service) Nodes(ctx context.Context, a Actor) ([]NodeStatus, error) {
 	return out, nil
 }
 
+// GPURefs returns every GPU by ID, so that the edges can name the GPUs a
+// prediction plans (predictions carry GPU IDs only).
+func (s *Service) GPURefs(ctx context.Context, a Actor) (map[int64]GPURef, error) {
+	var nodes []Node
+	if err := s.store.View(ctx, func(tx Tx) (err error) { nodes, err = tx.Nodes(ctx); return err }); err != nil {
+		return nil, err
+	}
+	out := map[int64]GPURef{}
+	for _, g := range allGPUs(nodes) {
+		out[g.ID] = g.Ref()
+	}
+	return out, nil
+}
+
 // AddNode adds a node with its GPUs to the inventory (admins only).
 func (s *Service) AddNode(ctx context.Context, a Actor, n Node) (Node, error) {
 	if !a.Admin {

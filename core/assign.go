@@ -213,8 +213,8 @@ func familiesOf(nodes []Node) []Model {
 	return out
 }
 
-// conflictsWith returns the reservations holding GPUs of d's kind during d's
-// window, earliest first, at most limit of them.
+// conflictsWith returns the reservations (and running jobs) holding GPUs of
+// d's kind during d's window, earliest first, at most limit of them.
 func conflictsWith(nodes []Node, slots []Slot, d demand, limit int) []ReservationRef {
 	candidate := map[int64]bool{}
 	for _, g := range allGPUs(nodes) {
@@ -222,14 +222,14 @@ func conflictsWith(nodes []Node, slots []Slot, d demand, limit int) []Reservatio
 			candidate[g.ID] = true
 		}
 	}
-	seen := map[int64]bool{}
+	seen := map[string]bool{}
 	var refs []ReservationRef
-	var ids []int64
+	var ids, jobs []int64
 	for _, s := range slots {
-		if candidate[s.GPUID] && s.Overlaps(d.start, d.end) && !seen[s.Reservation] {
-			seen[s.Reservation] = true
-			ids = append(ids, s.Reservation)
-			refs = append(refs, ReservationRef{ID: ReservationName(s.Reservation), Owner: s.Owner, Project: s.Project, Start: s.Start, End: s.End})
+		if candidate[s.GPUID] && s.Overlaps(d.start, d.end) && !seen[s.Holder()] {
+			seen[s.Holder()] = true
+			ids, jobs = append(ids, s.Reservation), append(jobs, s.Job)
+			refs = append(refs, s.Ref())
 		}
 	}
 	order := make([]int, len(refs))
@@ -237,7 +237,7 @@ func conflictsWith(nodes []Node, slots []Slot, d demand, limit int) []Reservatio
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Or(refs[a].Start.Compare(refs[b].Start), cmp.Compare(ids[a], ids[b]))
+		return cmp.Or(refs[a].Start.Compare(refs[b].Start), cmp.Compare(jobs[a], jobs[b]), cmp.Compare(ids[a], ids[b]))
 	})
 	out := make([]ReservationRef, 0, min(limit, len(refs)))
 	for _, i := range order[:min(limit, len(order))] {

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -84,13 +85,16 @@ func (s *Service) Book(ctx context.Context, a Actor, req BookRequest) (Reservati
 		if err := checkDemand(nodes, d); err != nil {
 			return err
 		}
-		slots, err := tx.Slots(ctx, d.start, d.end)
+		slots, err := s.busySlots(ctx, tx, d.start, d.end, now, 0)
 		if err != nil {
 			return err
 		}
 		gpus := assign(nodes, slots, d)
 		if gpus == nil {
 			return s.bookingConflict(ctx, tx, nodes, d, now)
+		}
+		if err := s.lockForBooking(ctx, tx, gpus, d, now); err != nil {
+			return err
 		}
 		r := Reservation{
 			Owner: owner, Project: req.Project, Start: d.start, End: d.end, State: Confirmed,
@@ -189,7 +193,7 @@ func checkDemand(nodes []Node, d demand) error {
 // bookingConflict builds the conflict error for a demand that does not fit.
 func (s *Service) bookingConflict(ctx context.Context, tx Tx, nodes []Node, d demand, now time.Time) error {
 	horizonEnd := now.Add(s.policy.Horizon)
-	slots, err := tx.Slots(ctx, d.start, horizonEnd.Add(d.end.Sub(d.start)))
+	slots, err := s.busySlots(ctx, tx, d.start, horizonEnd.Add(d.end.Sub(d.start)), now, 0)
 	if err != nil {
 		return err
 	}
@@ -245,7 +249,7 @@ func (s *Service) Extend(ctx context.Context, a Actor, id int64, req ExtendReque
 		if err := s.policy.checkExtension(r.Start, end, now); err != nil {
 			return err
 		}
-		if err := s.checkExtension(ctx, tx, r, end); err != nil {
+		if err := s.checkExtension(ctx, tx, r, end, now); err != nil {
 			return err
 		}
 		old := r.End
@@ -261,27 +265,34 @@ func (s *Service) Extend(ctx context.Context, a Actor, id int64, req ExtendReque
 }
 
 // checkExtension refuses an extension whose GPUs are held by someone else
-// in [r.End, end), and suggests the longest extension that fits.
-func (s *Service) checkExtension(ctx context.Context, tx Tx, r Reservation, end time.Time) error {
-	slots, err := tx.Slots(ctx, r.End, end)
+// in [r.End, end), a reservation or a running job that may not be drained,
+// and suggests the longest extension that fits.
+func (s *Service) checkExtension(ctx context.Context, tx Tx, r Reservation, end, now time.Time) error {
+	mine := map[int64]bool{}
+	ids := make([]int64, 0, len(r.GPUs))
+	for _, g := range r.GPUs {
+		mine[g.ID] = true
+		ids = append(ids, g.ID)
+	}
+	slices.Sort(ids)
+	if err := tx.LockGPUs(ctx, ids); err != nil {
+		return err
+	}
+	slots, err := s.busySlots(ctx, tx, r.End, end, now, r.ID)
 	if err != nil {
 		return err
 	}
-	mine := map[int64]bool{}
-	for _, g := range r.GPUs {
-		mine[g.ID] = true
-	}
 	var with []ReservationRef
 	limit := end
-	seen := map[int64]bool{}
+	seen := map[string]bool{}
 	for _, sl := range slots {
-		if sl.Reservation == r.ID || !mine[sl.GPUID] || !sl.Overlaps(r.End, end) {
+		if (sl.Job == 0 && sl.Reservation == r.ID) || !mine[sl.GPUID] || !sl.Overlaps(r.End, end) {
 			continue
 		}
 		limit = minTime(limit, sl.Start)
-		if !seen[sl.Reservation] {
-			seen[sl.Reservation] = true
-			with = append(with, ReservationRef{ID: ReservationName(sl.Reservation), Owner: sl.Owner, Project: sl.Project, Start: sl.Start, End: sl.End})
+		if !seen[sl.Holder()] {
+			seen[sl.Holder()] = true
+			with = append(with, sl.Ref())
 		}
 	}
 	if len(with) == 0 {
@@ -375,6 +386,82 @@ func (s *Service) Reservations(ctx context.Context, a Actor, f ReservationFilter
 		return err
 	})
 	return rs, err
+}
+
+// busySlots returns the slots touching [from, to] (Start <= to, End >= from)
+// that a booking must go around: those of the holding reservations and, as
+// slots, those of every holding job that may not be drained, except jobs
+// running in reservation except. Preemptible jobs block nothing: they are
+// drained before a window that needs their GPUs (DESIGN §5).
+func (s *Service) busySlots(ctx context.Context, tx Tx, from, to, now time.Time, except int64) ([]Slot, error) {
+	slots, err := tx.Slots(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := tx.Jobs(ctx, JobFilter{States: holdingStates})
+	if err != nil {
+		return nil, err
+	}
+	return append(slots, s.jobSlots(jobs, from, to, now, except)...), nil
+}
+
+// jobSlots represents the holding jobs that may not be drained as slots
+// from their start until busyUntil, those touching [from, to] only.
+func (s *Service) jobSlots(jobs []Job, from, to, now time.Time, except int64) []Slot {
+	var out []Slot
+	for _, j := range jobs {
+		if j.Preemptible || j.Class == ClassLow || (except != 0 && j.Reservation == except) || !j.State.Holding() {
+			continue
+		}
+		start, end := j.StartedAt, s.busyUntil(j, now)
+		if start.IsZero() || start.After(now) {
+			start = now
+		}
+		if start.After(to) || end.Before(from) {
+			continue
+		}
+		for _, g := range j.Assigned {
+			out = append(out, Slot{GPUID: g.ID, Job: j.ID, Owner: j.Owner, Project: j.Project, Start: start, End: end})
+		}
+	}
+	return out
+}
+
+// busyUntil is when a holding job is expected to free its GPUs: its
+// predicted P90 end, or, when it has none or has run past it, now plus the
+// estimator's P90.
+func (s *Service) busyUntil(j Job, now time.Time) time.Time {
+	if end := j.Prediction.EndP90; end.After(now) {
+		return end
+	}
+	return now.Add(max(s.estimator.Estimate(j, now).P90, time.Minute)).Truncate(time.Second)
+}
+
+// lockForBooking locks the GPUs chosen for a booking and looks again at the
+// jobs holding GPUs: one that started on a chosen GPU after the first look
+// (on PostgreSQL, in a transaction that committed meanwhile) refuses the
+// booking, which the client may simply retry.
+func (s *Service) lockForBooking(ctx context.Context, tx Tx, gpus []GPU, d demand, now time.Time) error {
+	ids := make([]int64, len(gpus))
+	chosen := map[int64]bool{}
+	for i, g := range gpus {
+		ids[i] = g.ID
+		chosen[g.ID] = true
+	}
+	slices.Sort(ids)
+	if err := tx.LockGPUs(ctx, ids); err != nil {
+		return err
+	}
+	jobs, err := tx.Jobs(ctx, JobFilter{States: holdingStates})
+	if err != nil {
+		return err
+	}
+	for _, sl := range s.jobSlots(jobs, d.start, d.end, now, 0) {
+		if chosen[sl.GPUID] && sl.Overlaps(d.start, d.end) {
+			return Errorf(CodeConflict, "%s started on a GPU chosen for this booking a moment ago; try again", sl.Holder())
+		}
+	}
+	return nil
 }
 
 func gpuLabels(gpus []GPURef) string {

@@ -23,18 +23,28 @@ type Calendar struct {
 	Items    []CalendarItem
 }
 
-// CalendarItem is one thing on the calendar. Reservations are the only kind
-// today; jobs join them with the planner.
+// CalendarItem is one thing on the calendar: a reservation, a job holding
+// GPUs (from its start to its predicted end) or a queued job at its planned
+// place (from its predicted start to its predicted end).
 type CalendarItem struct {
-	Kind    string // "reservation"
-	ID      string // "r42"
+	Kind    string // "reservation" or "job"
+	ID      string // "r42", "j42"
 	GPUs    []int64
-	Start   time.Time
-	End     time.Time
+	Start   time.Time // a job: when it started, or its median predicted start
+	End     time.Time // a job: its median predicted end
 	Owner   string
 	Project string
-	State   ReservationState
-	Note    string
+	State   ReservationState // reservations only
+	Note    string           // a job: its name
+
+	// Jobs only: the job's state and type, whether it is a queued job at
+	// its planned place, and the 90th-percentile bands: it starts between
+	// Start and StartP90 and ends between End and EndP90.
+	JobState JobState
+	JobType  JobType
+	Planned  bool
+	StartP90 time.Time
+	EndP90   time.Time
 }
 
 // Calendar returns the GPUs and the items on them in [q.From, q.To).
@@ -55,12 +65,17 @@ func (s *Service) Calendar(ctx context.Context, a Actor, q CalendarQuery) (Calen
 	}
 	var nodes []Node
 	var rs []Reservation
+	var jobs []Job
 	err := s.store.View(ctx, func(tx Tx) (err error) {
 		if nodes, err = tx.Nodes(ctx); err != nil {
 			return err
 		}
 		rs, err = tx.Reservations(ctx, ReservationFilter{Owner: q.User, Project: q.Project, From: q.From, To: q.To,
 			States: []ReservationState{Confirmed, Released, NoShow}})
+		if err != nil {
+			return err
+		}
+		jobs, err = tx.Jobs(ctx, JobFilter{Owner: q.User, Project: q.Project, States: openStates})
 		return err
 	})
 	if err != nil {
@@ -86,8 +101,53 @@ func (s *Service) Calendar(ctx context.Context, a Actor, q CalendarQuery) (Calen
 			cal.Items = append(cal.Items, item)
 		}
 	}
+	for _, j := range jobs {
+		item, ok := s.jobItem(j, now)
+		if !ok || !item.Start.Before(q.To) || !laterTime(item.End, item.EndP90).After(q.From) {
+			continue
+		}
+		gpus := item.GPUs
+		item.GPUs = nil
+		for _, id := range gpus {
+			if shown[id] {
+				item.GPUs = append(item.GPUs, id)
+			}
+		}
+		if len(item.GPUs) > 0 {
+			cal.Items = append(cal.Items, item)
+		}
+	}
 	slices.SortFunc(cal.Items, func(a, b CalendarItem) int {
 		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(len(a.ID), len(b.ID)), cmp.Compare(a.ID, b.ID))
 	})
 	return cal, nil
+}
+
+// jobItem places a job on the calendar: one holding GPUs from its start to
+// its predicted end, a queued one at its planned place. A queued job the
+// planner could not place is not shown.
+func (s *Service) jobItem(j Job, now time.Time) (CalendarItem, bool) {
+	p := j.Prediction
+	item := CalendarItem{Kind: "job", ID: JobName(j.ID), Owner: j.Owner, Project: j.Project, Note: j.Name,
+		JobState: j.State, JobType: j.Type}
+	if j.State.Holding() {
+		est := s.estimator.Estimate(j, now)
+		item.Start, item.StartP90 = j.StartedAt, j.StartedAt
+		item.End = p.EndP50
+		if !item.End.After(now) {
+			item.End = laterTime(j.StartedAt.Add(est.P50), now.Add(time.Minute)).Truncate(time.Second)
+		}
+		item.EndP90 = laterTime(p.EndP90, item.End)
+		for _, g := range j.Assigned {
+			item.GPUs = append(item.GPUs, g.ID)
+		}
+		return item, len(item.GPUs) > 0
+	}
+	if p.StartP50.IsZero() || len(p.GPUs) == 0 || !p.EndP50.After(p.StartP50) {
+		return CalendarItem{}, false
+	}
+	item.Planned = true
+	item.Start, item.StartP90, item.End, item.EndP90 = p.StartP50, laterTime(p.StartP90, p.StartP50), p.EndP50, laterTime(p.EndP90, p.EndP50)
+	item.GPUs = slices.Clone(p.GPUs)
+	return item, true
 }

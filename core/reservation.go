@@ -64,7 +64,8 @@ func (r Reservation) Ref() ReservationRef {
 	return ReservationRef{ID: r.Name(), Owner: r.Owner, Project: r.Project, Start: r.Start, End: r.End}
 }
 
-// ReservationRef names a reservation and its window.
+// ReservationRef names a reservation and its window; in conflicts, also a
+// running job in the way ("j42", its start and predicted end).
 type ReservationRef struct {
 	ID      string    `json:"id"`
 	Owner   string    `json:"owner"`
@@ -90,13 +91,29 @@ func ParseReservationID(s string) (int64, error) {
 }
 
 // Slot is one GPU held by one reservation for [Start, End): the unit the
-// database refuses to overlap.
+// database refuses to overlap. The Service also represents a running job
+// that may not be drained as slots on its GPUs (Job set, Reservation 0), so
+// that bookings go around it.
 type Slot struct {
 	GPUID       int64
 	Reservation int64
+	Job         int64 // set instead of Reservation for a running job's slot
 	Owner       string
 	Project     string
 	Start, End  time.Time
+}
+
+// Holder names what holds the slot: "r42" or "j42".
+func (s Slot) Holder() string {
+	if s.Job != 0 {
+		return JobName(s.Job)
+	}
+	return ReservationName(s.Reservation)
+}
+
+// Ref returns the slot's holder and window, for conflicts.
+func (s Slot) Ref() ReservationRef {
+	return ReservationRef{ID: s.Holder(), Owner: s.Owner, Project: s.Project, Start: s.Start, End: s.End}
 }
 
 // Overlaps reports whether the slot intersects the half-open window [start, end).

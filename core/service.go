@@ -8,9 +8,11 @@ import (
 // chat) on top of a Store. Its methods authorise the Actor, validate, and
 // make each change with its audit entry in one transaction.
 type Service struct {
-	store  Store
-	policy Policy
-	now    func() time.Time
+	store     Store
+	policy    Policy
+	now       func() time.Time
+	estimator Estimator
+	planner   Planner
 }
 
 // Option configures a Service.
@@ -22,9 +24,17 @@ func WithPolicy(p Policy) Option { return func(s *Service) { s.policy = p } }
 // WithClock sets the clock; tests pin it.
 func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
 
-// NewService returns a Service over store with DefaultPolicy and the real clock.
+// WithEstimator sets how job runtimes are estimated.
+func WithEstimator(e Estimator) Option { return func(s *Service) { s.estimator = e } }
+
+// WithPlanner sets the planner that Replan and WhatIf use.
+func WithPlanner(p Planner) Option { return func(s *Service) { s.planner = p } }
+
+// NewService returns a Service over store with DefaultPolicy, the real
+// clock, DefaultEstimator and a Planner with DefaultPlanConfig.
 func NewService(store Store, opts ...Option) *Service {
-	s := &Service{store: store, policy: DefaultPolicy, now: time.Now}
+	s := &Service{store: store, policy: DefaultPolicy, now: time.Now,
+		estimator: DefaultEstimator{}, planner: Planner{Config: DefaultPlanConfig}}
 	for _, o := range opts {
 		o(s)
 	}

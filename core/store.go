@@ -59,6 +59,46 @@ type Tx interface {
 
 	Audit(ctx context.Context, e AuditEntry) error
 	AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+
+	// InsertJob stores j, its spec and its state, and fills in j.ID. Its
+	// Assigned GPUs and Prediction are stored by UpdateJob and SetPredictions.
+	InsertJob(ctx context.Context, j *Job) error
+	// Job returns job id with its assigned GPUs. Inside Update on PostgreSQL
+	// it also locks the job until the transaction ends.
+	Job(ctx context.Context, id int64) (Job, error)
+	// Jobs returns the jobs that match f, newest (highest ID) first.
+	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
+	// UpdateJob stores j's State, Assigned GPUs, StartedAt, EndedAt and
+	// Prediction. A GPU may be held by one holding job at a time; a second
+	// one is refused with a CodeConflict error.
+	UpdateJob(ctx context.Context, j Job) error
+	// SetPredictions stores the prediction of each job in ps that is not
+	// finished; finished jobs keep theirs.
+	SetPredictions(ctx context.Context, ps map[int64]Prediction) error
+	// Usage returns the GPU use of every job that started and still held its
+	// GPUs at or after since, for fair share.
+	Usage(ctx context.Context, since time.Time) ([]UsageRecord, error)
+	// LockGPUs locks the rows of these GPUs until the transaction ends, so
+	// that two transactions giving the same GPUs to a booking or a job
+	// happen one after the other (PostgreSQL; SQLite writers are serialised
+	// anyway). The second one then sees what the first one committed.
+	LockGPUs(ctx context.Context, ids []int64) error
+
+	// InsertEvents appends events to the outbox; one whose DedupKey is
+	// already there is skipped.
+	InsertEvents(ctx context.Context, es []Event) error
+	// Events returns up to limit events with an ID above after, oldest first.
+	Events(ctx context.Context, after int64, limit int) ([]Event, error)
+}
+
+// UsageRecord is one job's use of GPUs: GPUs held over [Start, End), where
+// End is zero while the job still holds them.
+type UsageRecord struct {
+	Job     int64
+	Project string // "" for none
+	GPUs    int
+	Start   time.Time
+	End     time.Time
 }
 
 // AuditFilter selects audit entries, newest first.

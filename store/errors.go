@@ -73,7 +73,8 @@ func lostRace(err error) bool {
 		return true
 	}
 	var k keyRace
-	return isOverlap(err) || errors.As(err, &k)
+	var h holdRace
+	return isOverlap(err) || errors.As(err, &k) || errors.As(err, &h)
 }
 
 // isOverlap reports whether err is the database refusing a GPU slot that
@@ -159,6 +160,14 @@ type keyRace struct{ err error }
 
 func (k keyRace) Error() string { return k.err.Error() }
 func (k keyRace) Unwrap() error { return k.err }
+
+// holdRace marks a job refused a GPU because a concurrent transaction gave
+// it to another job: running the transaction again sees that job and plans
+// around it.
+type holdRace struct{ err error }
+
+func (h holdRace) Error() string { return h.err.Error() }
+func (h holdRace) Unwrap() error { return h.err }
 
 // notFound returns the CodeNotFound error for a missing thing.
 func notFound(format string, args ...any) error {

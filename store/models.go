@@ -123,3 +123,59 @@ type migrationRow struct {
 	Name          string `bun:"name"`
 	AppliedAt     stamp  `bun:"applied_at"`
 }
+
+type jobRow struct {
+	bun.BaseModel `bun:"table:jobs,alias:j"`
+	ID            int64  `bun:"id,pk,autoincrement"`
+	Owner         string `bun:"owner"`
+	Project       string `bun:"project,nullzero"`
+	Name          string `bun:"name"`
+	Type          string `bun:"type"`
+	GPUs          int    `bun:"gpus"`
+	Model         string `bun:"model"`
+	Class         string `bun:"class"`
+	Preemptible   bool   `bun:"preemptible"`
+	Reservation   int64  `bun:"reservation_id,nullzero"`
+	Spec          string `bun:"spec"`
+	State         string `bun:"state"`
+	SubmittedAt   stamp  `bun:"submitted_at"`
+	StartedAt     stamp  `bun:"started_at,nullzero"`
+	EndedAt       stamp  `bun:"ended_at,nullzero"`
+	PlannedAt     stamp  `bun:"planned_at,nullzero"`
+	Position      int    `bun:"position"`
+	StartP50      stamp  `bun:"start_p50,nullzero"`
+	StartP90      stamp  `bun:"start_p90,nullzero"`
+	EndP50        stamp  `bun:"end_p50,nullzero"`
+	EndP90        stamp  `bun:"end_p90,nullzero"`
+	PlannedGPUs   string `bun:"planned_gpus"`
+	Reason        string `bun:"reason"`
+	Estimate      string `bun:"estimate"`
+	Drain         string `bun:"drain,nullzero"`
+}
+
+// jobSpec is the spec column: what the agent needs to run a job and what
+// the estimator reads.
+type jobSpec struct {
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env,omitempty"`
+	WorkDir string            `json:"workdir,omitempty"`
+	Hints   core.Hints        `json:"hints"`
+}
+
+type jobGPURow struct {
+	bun.BaseModel `bun:"table:job_gpus"`
+	Job           int64 `bun:"job_id,pk"`
+	GPUID         int64 `bun:"gpu_id,pk"`
+	Holds         bool  `bun:"holds"`
+}
+
+type eventRow struct {
+	bun.BaseModel `bun:"table:events"`
+	ID            int64  `bun:"id,pk,autoincrement"`
+	Kind          string `bun:"kind"`
+	Job           int64  `bun:"job_id,nullzero"`
+	User          string `bun:"user_name"`
+	At            stamp  `bun:"at"`
+	Detail        string `bun:"detail"`
+	DedupKey      string `bun:"dedup_key"`
+}

@@ -44,3 +44,15 @@ func (s *stamp) Scan(src any) error {
 
 // Time returns s as a UTC time.Time.
 func (s stamp) Time() time.Time { return time.Time(s) }
+
+// IsZero reports whether s is the zero instant; bun writes a zero stamp in
+// a nullzero column as NULL.
+func (s stamp) IsZero() bool { return time.Time(s).IsZero() }
+
+// nullStamp is t as a query argument: NULL when t is zero.
+func nullStamp(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return stamp(t)
+}

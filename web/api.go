@@ -90,17 +90,24 @@ type Calendar struct {
 	Items []CalendarItem `json:"items"`
 }
 
-// CalendarItem is one thing on the calendar.
+// CalendarItem is one thing on the calendar: a reservation, a job holding
+// GPUs (start to predicted end) or a queued job at its planned place
+// (planned: true). A job starts between start and start_p90 and ends
+// between end and end_p90; its note is its name.
 type CalendarItem struct {
-	Kind    string    `json:"kind"`
-	ID      string    `json:"id"`
-	GPUs    []int64   `json:"gpus"`
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
-	Owner   string    `json:"owner"`
-	Project string    `json:"project,omitempty"`
-	State   string    `json:"state"`
-	Note    string    `json:"note,omitempty"`
+	Kind     string    `json:"kind"` // reservation or job
+	ID       string    `json:"id"`
+	GPUs     []int64   `json:"gpus"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Owner    string    `json:"owner"`
+	Project  string    `json:"project,omitempty"`
+	State    string    `json:"state"`
+	Note     string    `json:"note,omitempty"`
+	Type     string    `json:"type,omitempty"` // jobs: train, finetune, …
+	Planned  bool      `json:"planned,omitempty"`
+	StartP90 time.Time `json:"start_p90,omitzero"`
+	EndP90   time.Time `json:"end_p90,omitzero"`
 }
 
 // User is a user as the API shows it.
@@ -202,8 +209,135 @@ func calendarJSON(c core.Calendar) Calendar {
 		out.GPUs = append(out.GPUs, gpuRefJSON(g))
 	}
 	for _, it := range c.Items {
-		out.Items = append(out.Items, CalendarItem{Kind: it.Kind, ID: it.ID, GPUs: it.GPUs, Start: it.Start, End: it.End,
-			Owner: it.Owner, Project: it.Project, State: string(it.State), Note: it.Note})
+		item := CalendarItem{Kind: it.Kind, ID: it.ID, GPUs: it.GPUs, Start: it.Start, End: it.End,
+			Owner: it.Owner, Project: it.Project, State: string(it.State), Note: it.Note}
+		if it.Kind == "job" {
+			item.State, item.Type, item.Planned, item.StartP90, item.EndP90 = string(it.JobState), string(it.JobType), it.Planned, it.StartP90, it.EndP90
+		}
+		out.Items = append(out.Items, item)
 	}
 	return out
+}
+
+// Hints are what a submitter says about a job's size; guess is a duration
+// such as "3h" or "90m".
+type Hints struct {
+	Framework string  `json:"framework,omitempty"`
+	Params    float64 `json:"params,omitempty"`
+	Tokens    float64 `json:"tokens,omitempty"`
+	Dataset   int64   `json:"dataset,omitempty"`
+	Epochs    int64   `json:"epochs,omitempty"`
+	BatchSize int64   `json:"batch_size,omitempty"`
+	Steps     int64   `json:"steps,omitempty"`
+	Guess     string  `json:"guess,omitempty"`
+}
+
+// SubmitRequest is the body of POST /api/v1/jobs.
+type SubmitRequest struct {
+	GPUs        int               `json:"gpus"`
+	Model       string            `json:"model,omitempty"`
+	Name        string            `json:"name,omitempty"`
+	Type        string            `json:"type,omitempty"` // train, finetune, eval, inference, notebook, other (default)
+	Command     []string          `json:"command"`
+	Env         map[string]string `json:"env,omitempty"`
+	WorkDir     string            `json:"workdir,omitempty"`
+	Class       string            `json:"class,omitempty"` // high, normal (default), low
+	Preemptible bool              `json:"preemptible,omitempty"`
+	Reservation string            `json:"reservation,omitempty"` // "r42": run inside it
+	Project     string            `json:"project,omitempty"`
+	Hints       *Hints            `json:"hints,omitempty"`
+}
+
+// Job is a job as the API shows it. Command and env are shown only to
+// its owner, its project's admins and site admins.
+type Job struct {
+	ID          string            `json:"id"`
+	Owner       string            `json:"owner"`
+	Project     string            `json:"project,omitempty"`
+	Name        string            `json:"name"`
+	Type        string            `json:"type"`
+	GPUs        int               `json:"gpus"`
+	Model       string            `json:"model,omitempty"`
+	Command     []string          `json:"command,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	WorkDir     string            `json:"workdir,omitempty"`
+	Class       string            `json:"class"`
+	Preemptible bool              `json:"preemptible"`
+	Reservation string            `json:"reservation,omitempty"`
+	Hints       *Hints            `json:"hints,omitempty"`
+	State       string            `json:"state"`
+	SubmittedAt time.Time         `json:"submitted_at"`
+	StartedAt   time.Time         `json:"started_at,omitzero"`
+	EndedAt     time.Time         `json:"ended_at,omitzero"`
+	Assigned    []GPU             `json:"assigned,omitempty"` // the GPUs it holds (or held) once started
+	Prediction  *Prediction       `json:"prediction,omitempty"`
+}
+
+// Prediction is what the latest plan says about a job: its place in the
+// queue, when it starts and ends (median and 90th percentile), on which
+// GPUs, and why it is not running yet.
+type Prediction struct {
+	PlannedAt time.Time `json:"planned_at"`
+	Position  int       `json:"position,omitempty"`
+	StartP50  time.Time `json:"start_p50,omitzero"`
+	StartP90  time.Time `json:"start_p90,omitzero"`
+	EndP50    time.Time `json:"end_p50,omitzero"`
+	EndP90    time.Time `json:"end_p90,omitzero"`
+	GPUs      []GPU     `json:"gpus,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Estimate  Estimate  `json:"estimate"`
+	Drain     *Drain    `json:"drain,omitempty"`
+}
+
+// Estimate is a runtime distribution in seconds and where it came from.
+type Estimate struct {
+	P50     int64  `json:"p50_s"`
+	P90     int64  `json:"p90_s"`
+	Source  string `json:"source,omitempty"`
+	Samples int    `json:"samples"`
+}
+
+// Drain says when a preemptible job will be stopped for a reservation.
+type Drain struct {
+	Reservation string    `json:"reservation,omitempty"`
+	SignalAt    time.Time `json:"signal_at"`
+	Deadline    time.Time `json:"deadline"`
+}
+
+// Queue is the answer to GET /api/v1/queue: queued jobs by position,
+// running ones by predicted end.
+type Queue struct {
+	PlannedAt time.Time `json:"planned_at,omitzero"`
+	Queued    []Job     `json:"queued"`
+	Running   []Job     `json:"running"`
+}
+
+// WhatIfRequest is the body of POST /api/v1/whatif.
+type WhatIfRequest struct {
+	GPUs        int    `json:"gpus"`
+	Model       string `json:"model,omitempty"`
+	Duration    string `json:"duration,omitempty"` // "12h"; empty: the default estimate
+	Class       string `json:"class,omitempty"`
+	Preemptible bool   `json:"preemptible,omitempty"`
+}
+
+// WhatIfOption is one answer of a what-if.
+type WhatIfOption struct {
+	Kind     string    `json:"kind"` // asked, fewer, model
+	GPUs     int       `json:"gpus"`
+	Model    string    `json:"model,omitempty"`
+	StartP50 time.Time `json:"start_p50,omitzero"`
+	StartP90 time.Time `json:"start_p90,omitzero"`
+	EndP50   time.Time `json:"end_p50,omitzero"`
+	EndP90   time.Time `json:"end_p90,omitzero"`
+	Assigned []GPU     `json:"assigned"`
+	Reason   string    `json:"reason,omitempty"`
+	Estimate Estimate  `json:"estimate"`
+}
+
+// WhatIfAnswer is the answer to POST /api/v1/whatif.
+type WhatIfAnswer struct {
+	PlannedAt    time.Time      `json:"planned_at"`
+	Asked        WhatIfOption   `json:"asked"`
+	Alternatives []WhatIfOption `json:"alternatives"`
 }

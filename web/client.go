@@ -128,6 +128,68 @@ func (c *Client) Calendar(ctx context.Context, q CalendarQuery) (Calendar, error
 	return out, c.do(ctx, http.MethodGet, "/api/v1/calendar?"+v.Encode(), nil, nil, &out)
 }
 
+// Submit queues a job. key, when not empty, is sent as the Idempotency-Key
+// so that a retried request cannot queue it twice.
+func (c *Client) Submit(ctx context.Context, req SubmitRequest, key string) (Job, error) {
+	var out Job
+	h := http.Header{}
+	if key != "" {
+		h.Set("Idempotency-Key", key)
+	}
+	return out, c.do(ctx, http.MethodPost, "/api/v1/jobs", h, req, &out)
+}
+
+// JobQuery filters Jobs.
+type JobQuery struct {
+	Mine    bool
+	User    string
+	Project string
+	States  []string
+	Types   []string
+	Limit   int
+}
+
+// Jobs lists jobs, newest first.
+func (c *Client) Jobs(ctx context.Context, q JobQuery) ([]Job, error) {
+	v := url.Values{}
+	if q.Mine {
+		v.Set("mine", "true")
+	}
+	setNonEmpty(v, "user", q.User)
+	setNonEmpty(v, "project", q.Project)
+	setNonEmpty(v, "state", strings.Join(q.States, ","))
+	setNonEmpty(v, "type", strings.Join(q.Types, ","))
+	if q.Limit > 0 {
+		v.Set("limit", fmt.Sprint(q.Limit))
+	}
+	var out []Job
+	return out, c.do(ctx, http.MethodGet, "/api/v1/jobs?"+v.Encode(), nil, nil, &out)
+}
+
+// Job returns one job by its ID ("j42").
+func (c *Client) Job(ctx context.Context, id string) (Job, error) {
+	var out Job
+	return out, c.do(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), nil, nil, &out)
+}
+
+// CancelJob cancels a job.
+func (c *Client) CancelJob(ctx context.Context, id string) (Job, error) {
+	var out Job
+	return out, c.do(ctx, http.MethodDelete, "/api/v1/jobs/"+url.PathEscape(id), nil, nil, &out)
+}
+
+// Queue returns the queue with every job's predicted start and end.
+func (c *Client) Queue(ctx context.Context) (Queue, error) {
+	var out Queue
+	return out, c.do(ctx, http.MethodGet, "/api/v1/queue", nil, nil, &out)
+}
+
+// WhatIf asks when a job of this shape could start, without changing anything.
+func (c *Client) WhatIf(ctx context.Context, req WhatIfRequest) (WhatIfAnswer, error) {
+	var out WhatIfAnswer
+	return out, c.do(ctx, http.MethodPost, "/api/v1/whatif", nil, req, &out)
+}
+
 // Users lists users.
 func (c *Client) Users(ctx context.Context) ([]User, error) {
 	var out []User

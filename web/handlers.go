@@ -46,6 +46,7 @@ func (s *Server) handleAddNode(w http.ResponseWriter, r *http.Request, a core.Ac
 		s.fail(w, r, err)
 		return
 	}
+	s.changed()
 	writeJSON(w, http.StatusCreated, nodeJSON(added))
 }
 
@@ -74,6 +75,7 @@ func (s *Server) handleBook(w http.ResponseWriter, r *http.Request, a core.Actor
 		return
 	}
 	s.metrics.booking("ok")
+	s.changed()
 	w.Header().Set("Location", "/api/v1/reservations/"+res.Name())
 	writeJSON(w, http.StatusCreated, reservationJSON(res, s.svc.Now()))
 }
@@ -138,11 +140,22 @@ func (s *Server) handleReservation(w http.ResponseWriter, r *http.Request, a cor
 }
 
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, a core.Actor) {
-	s.reservationOp(w, r, http.StatusOK, func(id int64) (core.Reservation, error) { return s.svc.Cancel(r.Context(), a, id) })
+	s.reservationOp(w, r, http.StatusOK, s.changing(func(id int64) (core.Reservation, error) { return s.svc.Cancel(r.Context(), a, id) }))
 }
 
 func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, a core.Actor) {
-	s.reservationOp(w, r, http.StatusOK, func(id int64) (core.Reservation, error) { return s.svc.Release(r.Context(), a, id) })
+	s.reservationOp(w, r, http.StatusOK, s.changing(func(id int64) (core.Reservation, error) { return s.svc.Release(r.Context(), a, id) }))
+}
+
+// changing wraps a reservation operation so that its success kicks the replan loop.
+func (s *Server) changing(op func(id int64) (core.Reservation, error)) func(id int64) (core.Reservation, error) {
+	return func(id int64) (core.Reservation, error) {
+		res, err := op(id)
+		if err == nil {
+			s.changed()
+		}
+		return res, err
+	}
 }
 
 func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, a core.Actor) {
@@ -167,7 +180,7 @@ func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, a core.Act
 		s.fail(w, r, err)
 		return
 	}
-	s.reservationOp(w, r, http.StatusOK, func(id int64) (core.Reservation, error) { return s.svc.Extend(r.Context(), a, id, ext) })
+	s.reservationOp(w, r, http.StatusOK, s.changing(func(id int64) (core.Reservation, error) { return s.svc.Extend(r.Context(), a, id, ext) }))
 }
 
 func (s *Server) handleCalendar(w http.ResponseWriter, r *http.Request, a core.Actor) {

@@ -26,21 +26,27 @@ type Config struct {
 	Ready   func(ctx context.Context) error // readiness: the database answers
 	Logger  *slog.Logger
 	Metrics *Metrics // nil: a fresh registry
+	// OnChange, when set, is called after every change the plan depends
+	// on (a submission, a cancellation, a booking, a new node), so that the
+	// server can replan at once. It must not block.
+	OnChange func()
 }
 
 // Server serves the HTTP API.
 type Server struct {
-	svc     *core.Service
-	keys    KeyStore
-	ready   func(ctx context.Context) error
-	log     *slog.Logger
-	metrics *Metrics
-	mux     *http.ServeMux
+	svc      *core.Service
+	keys     KeyStore
+	ready    func(ctx context.Context) error
+	log      *slog.Logger
+	metrics  *Metrics
+	onChange func()
+	mux      *http.ServeMux
 }
 
 // NewServer returns a Server with every route registered.
 func NewServer(cfg Config) *Server {
-	s := &Server{svc: cfg.Service, keys: cfg.Keys, ready: cfg.Ready, log: cfg.Logger, metrics: cfg.Metrics, mux: http.NewServeMux()}
+	s := &Server{svc: cfg.Service, keys: cfg.Keys, ready: cfg.Ready, log: cfg.Logger, metrics: cfg.Metrics,
+		onChange: cfg.OnChange, mux: http.NewServeMux()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -72,6 +78,13 @@ func (s *Server) routes() {
 	api("POST /api/v1/reservations/{id}/extend", s.handleExtend)
 	api("POST /api/v1/reservations/{id}/release", s.handleRelease)
 	api("GET /api/v1/calendar", s.handleCalendar)
+	api("POST /api/v1/jobs", s.handleSubmit)
+	api("GET /api/v1/jobs", s.handleJobs)
+	api("GET /api/v1/jobs/{id}", s.handleJob)
+	api("DELETE /api/v1/jobs/{id}", s.handleCancelJob)
+	api("POST /api/v1/jobs/{id}/cancel", s.handleCancelJob)
+	api("GET /api/v1/queue", s.handleQueue)
+	api("POST /api/v1/whatif", s.handleWhatIf)
 	api("GET /api/v1/users", s.handleUsers)
 	api("POST /api/v1/users", s.handleAddUser)
 	api("GET /api/v1/projects", s.handleProjects)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,11 +26,13 @@ var now = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 // fixture is a running API on a real SQLite database with an admin, a node
 // of 8 A100s and two users.
 type fixture struct {
-	srv   *httptest.Server
-	db    *store.DB
-	admin *web.Client
-	alice *web.Client
-	bob   *web.Client
+	srv     *httptest.Server
+	db      *store.DB
+	svc     *core.Service
+	admin   *web.Client
+	alice   *web.Client
+	bob     *web.Client
+	changes atomic.Int64 // calls of Config.OnChange
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -44,9 +47,10 @@ func newFixture(t *testing.T) *fixture {
 	if err := svc.InstallToken(ctx, "admin", "t0"); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping}))
+	f := &fixture{db: db, svc: svc}
+	srv := httptest.NewServer(web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, OnChange: func() { f.changes.Add(1) }}))
 	t.Cleanup(srv.Close)
-	f := &fixture{srv: srv, db: db, admin: &web.Client{BaseURL: srv.URL, Token: "t0"}}
+	f.srv, f.admin = srv, &web.Client{BaseURL: srv.URL, Token: "t0"}
 	if _, err := f.admin.AddNode(ctx, node("a100-1", 8)); err != nil {
 		t.Fatal(err)
 	}

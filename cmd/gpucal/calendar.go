@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,8 +54,10 @@ var calendarSteps = []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hou
 const maxCells = 96
 
 // renderCalendar draws one row per GPU over [start, end): a cell per step,
-// '.' where the GPU is free and a letter where a reservation holds it, a
-// legend for the letters, and a marker at now.
+// '.' where the GPU is free, an upper-case letter where a reservation or a
+// running job holds it, a lower-case letter where a queued job is planned,
+// '~' where a job may still run (between its median and 90th-percentile
+// end), a legend for the letters, and a marker at now.
 func renderCalendar(w io.Writer, cal web.Calendar, start, end, now time.Time, loc *time.Location) {
 	step := calendarSteps[len(calendarSteps)-1]
 	for _, s := range calendarSteps {
@@ -85,11 +88,19 @@ func renderCalendar(w io.Writer, cal web.Calendar, start, end, now time.Time, lo
 
 	letters := map[string]rune{}
 	legend := []web.CalendarItem{}
+	held, planned := 0, 0
 	for _, it := range cal.Items {
-		if _, ok := letters[it.ID]; !ok {
-			letters[it.ID] = itemLetter(len(legend))
-			legend = append(legend, it)
+		if _, ok := letters[it.ID]; ok {
+			continue
 		}
+		if it.Planned {
+			letters[it.ID] = plannedLetter(planned)
+			planned++
+		} else {
+			letters[it.ID] = itemLetter(held)
+			held++
+		}
+		legend = append(legend, it)
 	}
 	byGPU := map[int64][]web.CalendarItem{}
 	for _, it := range cal.Items {
@@ -112,15 +123,30 @@ func renderCalendar(w io.Writer, cal web.Calendar, start, end, now time.Time, lo
 					best, row[i] = ov, letters[it.ID]
 				}
 			}
+			for _, it := range byGPU[g.ID] {
+				if row[i] == '.' && it.Kind == "job" && overlap(cs, ce, it.End, it.EndP90) > 0 {
+					row[i] = '~'
+				}
+			}
 		}
 		fmt.Fprintf(w, "%-*s   %s\n", labelWidth, gpuLabel(g), string(row))
 	}
 	if !now.Before(start) && now.Before(end) {
 		fmt.Fprintf(w, "%s%s^ now %s\n", pad, strings.Repeat(" ", int(now.Sub(start)/step)), now.In(loc).Format("15:04"))
 	}
-	fmt.Fprintf(w, "\nOne cell = %s, times in %s. '.' = free.\n", fmtLength(step), start.In(loc).Format("MST"))
+	fmt.Fprintf(w, "\nOne cell = %s, times in %s. '.' = free.", fmtLength(step), start.In(loc).Format("MST"))
+	if planned > 0 {
+		fmt.Fprint(w, " Lower case = queued jobs where the planner puts them.")
+	}
+	if slices.ContainsFunc(cal.Items, func(it web.CalendarItem) bool { return it.EndP90.After(it.End) }) {
+		fmt.Fprint(w, " '~' = a job may still be running (until its 90th-percentile end).")
+	}
+	fmt.Fprintln(w)
 	for _, it := range legend {
 		line := fmt.Sprintf("  %c  %-5s %-10s %-10s %s  %d GPU(s)", letters[it.ID], it.ID, it.Owner, dash(it.Project), fmtSpan(it.Start, it.End, loc), len(it.GPUs))
+		if b := jobBand(it, loc); it.Kind == "job" && b != "" {
+			line += " " + b
+		}
 		if it.State != "confirmed" && it.State != "active" {
 			line += " [" + it.State + "]"
 		}
@@ -136,13 +162,38 @@ func renderCalendar(w io.Writer, cal web.Calendar, start, end, now time.Time, lo
 
 func gpuLabel(g web.GPU) string { return fmt.Sprintf("%s/%d %s", g.Node, g.Index, g.Model) }
 
-// itemLetter names the i-th item of a legend: A–Z, a–z, 0–9, then '#'.
+// itemLetter names the i-th reservation or running job of a legend: A–Z,
+// 0–9, then '#'.
 func itemLetter(i int) rune {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	if i < len(alphabet) {
 		return rune(alphabet[i])
 	}
 	return '#'
+}
+
+// plannedLetter names the i-th queued job of a legend: a–z, then '+'.
+func plannedLetter(i int) rune {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz"
+	if i < len(alphabet) {
+		return rune(alphabet[i])
+	}
+	return '+'
+}
+
+// jobBand says how sure a job's times are: "(90%: start by 10:30, end by 14:00)".
+func jobBand(it web.CalendarItem, loc *time.Location) string {
+	var parts []string
+	if it.Planned && it.StartP90.After(it.Start) {
+		parts = append(parts, "start by "+it.StartP90.In(loc).Format("Mon 15:04"))
+	}
+	if it.EndP90.After(it.End) {
+		parts = append(parts, "end by "+it.EndP90.In(loc).Format("Mon 15:04"))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "(90%: " + strings.Join(parts, ", ") + ")"
 }
 
 func overlap(s1, e1, s2, e2 time.Time) time.Duration {

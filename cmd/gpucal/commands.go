@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -217,28 +215,7 @@ func runBook(ctx context.Context, e *env, args []string) error {
 // bookWithRetry books with an idempotency key and retries when the server
 // cannot be reached or is unavailable: the key makes the retries safe.
 func bookWithRetry(ctx context.Context, c *web.Client, req web.BookRequest) (web.Reservation, error) {
-	b := make([]byte, 16)
-	rand.Read(b)
-	key := hex.EncodeToString(b)
-	var r web.Reservation
-	var err error
-	for attempt := range 4 {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return r, ctx.Err()
-			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
-			}
-		}
-		r, err = c.Book(ctx, req, key)
-		var apiErr *web.APIError
-		retriable := err != nil && (!errors.As(err, &apiErr) || apiErr.Status == 503 ||
-			(apiErr.Status == 409 && strings.Contains(apiErr.Message, "still in progress")))
-		if !retriable {
-			return r, err
-		}
-	}
-	return r, err
+	return retryWithKey(ctx, func(key string) (web.Reservation, error) { return c.Book(ctx, req, key) })
 }
 
 // errReported is returned by commands that already explained their failure.
@@ -294,7 +271,11 @@ func runShow(ctx context.Context, e *env, args []string) error {
 	})
 }
 
+// runCancel gives a reservation back or, given a job ID (j42), cancels the job.
 func runCancel(ctx context.Context, e *env, args []string) error {
+	if cancelsJob(args) {
+		return runCancelJob(ctx, e, args)
+	}
 	return reservationCommand(ctx, e, "cancel", args, func(c *web.Client, id string) (web.Reservation, string, error) {
 		r, err := c.Cancel(ctx, id)
 		return r, "Gave back", err

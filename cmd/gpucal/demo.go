@@ -58,6 +58,9 @@ gpucal demo is running at %s  (data: %s)
 Try, in another terminal:
   gpucal nodes
   gpucal book 4 a100 --from "tomorrow 9:00" --to "tomorrow 13:00" --note "llama finetune"
+  gpucal submit --gpus 8 --model h100 --name llama-ft --guess 3h -- python train.py
+  gpucal queue
+  gpucal when 16 a100 12h
   gpucal calendar --from today --days 2
 
 Press Ctrl-C to stop.

@@ -339,3 +339,79 @@ func TestCrashDuringBookings(t *testing.T) {
 		checkNoOverlaps(t, dsn)
 	})
 }
+
+// TestSubmitQueue is the planner's path through the CLI: a job that fits
+// starts at once, a second that does not fit waits in the queue with a
+// predicted start after the first one's end and a reason; what-if and
+// cancel work on them.
+func TestSubmitQueue(t *testing.T) {
+	s := startServer(t, storetest.SQLite(t))
+	if out, errOut, code := s.cli("node", "add", "node-1", "--gpus", "8", "--model", "NVIDIA A100-SXM4-80GB", "--memory", "81920"); code != 0 {
+		t.Fatalf("node add: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := s.cli("submit", "--gpus", "6", "--model", "a100", "--name", "llama-ft", "--type", "finetune", "--guess", "2h",
+		"--env", "WANDB_MODE=offline", "--", "python", "train.py", "--epochs", "3")
+	if code != 0 || !strings.HasPrefix(out, "Submitted j1: 6×a100 finetune llama-ft, class normal, for admin.") {
+		t.Fatalf("submit: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	// The replan loop starts it within its debounce.
+	q := waitQueue(t, s, func(q web.Queue) bool { return len(q.Running) == 1 })
+	if r := q.Running[0]; r.ID != "j1" || r.State != "starting" || len(r.Assigned) != 6 || r.Prediction == nil || r.Prediction.EndP50.IsZero() {
+		t.Fatalf("running = %+v, want j1 starting on 6 GPUs with a predicted end", r)
+	}
+	end := q.Running[0].Prediction.EndP50
+
+	out, errOut, code = s.cli("submit", "--gpus", "4", "--model", "a100", "--guess", "1h", "--json", "--", "python", "eval.py")
+	if code != 0 || !strings.Contains(out, `"id": "j2"`) {
+		t.Fatalf("second submit: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	q = waitQueue(t, s, func(q web.Queue) bool { return len(q.Queued) == 1 && q.Queued[0].Prediction != nil })
+	p := q.Queued[0].Prediction
+	if q.Queued[0].ID != "j2" || p.Position != 1 || p.StartP50.Before(end) || len(p.GPUs) != 4 || !strings.Contains(p.Reason, "j1") {
+		t.Errorf("queued = %+v with %+v: want j2 first, starting after j1 ends (%s), waiting for j1", q.Queued[0], p, end)
+	}
+
+	out, _, code = s.cli("queue")
+	if code != 0 || !strings.Contains(out, "WHY IT WAITS") || !strings.Contains(out, "j2") || !strings.Contains(out, "Running:") {
+		t.Errorf("queue: exit %d:\n%s", code, out)
+	}
+	out, errOut, code = s.cli("when", "8", "a100", "3h")
+	if code != 0 || !strings.Contains(out, "8×a100 for 3h could start") || !strings.Contains(out, "Nothing was changed") {
+		t.Errorf("when: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	out, _, code = s.cli("jobs", "--type", "finetune")
+	if code != 0 || !strings.Contains(out, "j1") || strings.Contains(out, "j2") {
+		t.Errorf("jobs --type finetune: exit %d:\n%s", code, out)
+	}
+	out, _, code = s.cli("job", "j1")
+	if code != 0 || !strings.Contains(out, "WANDB_MODE=offline") || !strings.Contains(out, "python train.py --epochs 3") {
+		t.Errorf("job j1: exit %d:\n%s", code, out)
+	}
+	out, errOut, code = s.cli("cancel", "j2")
+	if code != 0 || !strings.HasPrefix(out, "Cancelled j2 (now cancelled)") {
+		t.Errorf("cancel j2: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	waitQueue(t, s, func(q web.Queue) bool { return len(q.Queued) == 0 })
+}
+
+// waitQueue polls `gpucal queue --json` until ok holds: the replan loop
+// runs in the server, a moment after each change.
+func waitQueue(t *testing.T, s *server, ok func(web.Queue) bool) web.Queue {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, errOut, code := s.cli("queue", "--json")
+		if code != 0 {
+			t.Fatalf("queue --json: exit %d: %s", code, errOut)
+		}
+		var q web.Queue
+		if err := json.Unmarshal([]byte(out), &q); err != nil {
+			t.Fatalf("queue --json: %v\n%s", err, out)
+		}
+		if ok(q) {
+			return q
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue never got there: %s", out)
+		}
+	}
+}

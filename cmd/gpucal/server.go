@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpucal/gpucal/core"
+	"github.com/gpucal/gpucal/scheduler"
 	"github.com/gpucal/gpucal/store"
 	"github.com/gpucal/gpucal/web"
 )
@@ -26,6 +27,7 @@ type serverConfig struct {
 	logLevel       string
 	logFormat      string
 	bootstrapToken string
+	replanEvery    string
 }
 
 func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
@@ -34,8 +36,22 @@ func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.data, "data", envOr(e, "GPUCAL_DATA", defaultDataDir()), "data folder for the embedded SQLite database (GPUCAL_DATA)")
 	fs.StringVar(&c.logLevel, "log-level", envOr(e, "GPUCAL_LOG_LEVEL", "info"), "log level: debug, info, warn, error (GPUCAL_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", envOr(e, "GPUCAL_LOG_FORMAT", "text"), "log format: text or json (GPUCAL_LOG_FORMAT)")
+	fs.StringVar(&c.replanEvery, "replan-every", envOr(e, "GPUCAL_REPLAN_EVERY", "30s"), "replan the queue this often, and after every change (GPUCAL_REPLAN_EVERY)")
 	c.bootstrapToken = e.getenv("GPUCAL_BOOTSTRAP_TOKEN")
 }
+
+// replanPeriod reads --replan-every: a duration of at least a second.
+func (c *serverConfig) replanPeriod() (time.Duration, error) {
+	d, err := time.ParseDuration(c.replanEvery)
+	if err != nil || d < time.Second {
+		return 0, usagef("--replan-every %q: give a duration of at least 1s, like 30s or 2m", c.replanEvery)
+	}
+	return d, nil
+}
+
+// replanDebounce is how long the replan loop waits after a change for
+// more changes: a burst of submissions costs one replan.
+const replanDebounce = time.Second
 
 func (c *serverConfig) dsn() string {
 	if c.db != "" {
@@ -66,6 +82,10 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 	if err != nil {
 		return err
 	}
+	every, err := cfg.replanPeriod()
+	if err != nil {
+		return err
+	}
 	db, err := store.Open(ctx, cfg.dsn(), log.With("component", "store"))
 	if err != nil {
 		return fmt.Errorf("opening the database: %w", err)
@@ -85,7 +105,8 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
 	}
-	api := web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, Logger: log.With("component", "web")})
+	loop := scheduler.New(svc, log.With("component", "scheduler"), every, replanDebounce)
+	api := web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, Logger: log.With("component", "web"), OnChange: loop.Kick})
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -97,23 +118,38 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 	url := "http://" + ln.Addr().String()
 	log.Info("gpucal server listening", "url", url, "db", db.Dialect(), "version", version)
 
-	errc := make(chan error, 2)
+	// The parts run until ctx ends or one of them fails; then all stop,
+	// and serve waits for them before the database closes.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, 3)
+	running := 3
 	go func() { errc <- srv.Serve(ln) }()
 	go func() { errc <- purgeKeys(ctx, db, log) }()
+	go func() { errc <- loop.Run(ctx) }()
 	if h.ready != nil {
 		h.ready(url)
 	}
+	var failed error
 	select {
 	case <-ctx.Done():
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
+	case failed = <-errc:
+		running--
 	}
 	log.Info("shutting down")
+	stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return srv.Shutdown(shutdownCtx)
+	shutdownErr := srv.Shutdown(shutdownCtx)
+	for ; running > 0; running-- {
+		if err := <-errc; failed == nil || errors.Is(failed, http.ErrServerClosed) {
+			failed = err
+		}
+	}
+	if errors.Is(failed, http.ErrServerClosed) {
+		failed = nil
+	}
+	return errors.Join(failed, shutdownErr)
 }
 
 // ensureAdmin installs GPUCAL_BOOTSTRAP_TOKEN, or on a first start without

@@ -112,3 +112,70 @@ func (b *BookingBuilder) Key(k string) *BookingBuilder { b.r.Key = k; return b }
 
 // Build returns the request.
 func (b *BookingBuilder) Build() core.BookRequest { return b.r }
+
+// JobBuilder builds a core.SubmitRequest that is valid for the fixtures
+// of NewEnv. Start one with Job.
+type JobBuilder struct {
+	r core.SubmitRequest
+}
+
+// Job starts a request for n GPUs of model ("" for any) running
+// "python train.py", guessed to take an hour:
+//
+//	coretest.Job(4, "a100").Name("llama-ft").Guess(3 * time.Hour).Build()
+func Job(n int, model string) *JobBuilder {
+	return &JobBuilder{r: core.SubmitRequest{GPUs: n, Model: model, Command: []string{"python", "train.py"},
+		Hints: core.Hints{Guess: time.Hour}}}
+}
+
+// Name sets the job name.
+func (b *JobBuilder) Name(s string) *JobBuilder { b.r.Name = s; return b }
+
+// Type sets the job type.
+func (b *JobBuilder) Type(t core.JobType) *JobBuilder { b.r.Type = t; return b }
+
+// Class sets the priority class.
+func (b *JobBuilder) Class(c core.JobClass) *JobBuilder { b.r.Class = c; return b }
+
+// Preemptible marks the job preemptible.
+func (b *JobBuilder) Preemptible() *JobBuilder { b.r.Preemptible = true; return b }
+
+// In runs the job inside reservation id.
+func (b *JobBuilder) In(id int64) *JobBuilder { b.r.Reservation = id; return b }
+
+// Project submits for a project.
+func (b *JobBuilder) Project(p string) *JobBuilder { b.r.Project = p; return b }
+
+// Guess sets the submitter's guess of the runtime (0 for none).
+func (b *JobBuilder) Guess(d time.Duration) *JobBuilder { b.r.Hints.Guess = d; return b }
+
+// Env sets one environment variable.
+func (b *JobBuilder) Env(k, v string) *JobBuilder {
+	if b.r.Env == nil {
+		b.r.Env = map[string]string{}
+	}
+	b.r.Env[k] = v
+	return b
+}
+
+// Command replaces the command.
+func (b *JobBuilder) Command(args ...string) *JobBuilder { b.r.Command = args; return b }
+
+// WorkDir sets the working directory.
+func (b *JobBuilder) WorkDir(d string) *JobBuilder { b.r.WorkDir = d; return b }
+
+// Hints replaces the estimate hints.
+func (b *JobBuilder) Hints(h core.Hints) *JobBuilder { b.r.Hints = h; return b }
+
+// Build returns the request. Each call returns a fresh copy.
+func (b *JobBuilder) Build() core.SubmitRequest {
+	r := b.r
+	r.Command = append([]string(nil), b.r.Command...)
+	if b.r.Env != nil {
+		r.Env = make(map[string]string, len(b.r.Env))
+		for k, v := range b.r.Env {
+			r.Env[k] = v
+		}
+	}
+	return r
+}

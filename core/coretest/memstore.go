@@ -13,7 +13,8 @@ import (
 )
 
 // MemStore is an in-memory core.Store. It keeps the rules a real database
-// keeps (unique names, no two holding slots overlapping on one GPU) and
+// keeps (unique names, no two holding slots overlapping on one GPU, no GPU
+// held by two holding jobs, unique event dedup keys) and
 // answers with the error codes core/store.go documents, so that core's
 // Service can be tested without one. It is safe for concurrent use: Update
 // transactions run one at a time, Views alongside each other.
@@ -38,8 +39,10 @@ type memData struct {
 	members      map[string]map[string]core.Role
 	tokens       map[string]core.Token // by hash
 	audit        []core.AuditEntry     // oldest first
+	jobs         map[int64]core.Job
+	events       []core.Event // oldest first
 
-	lastNode, lastGPU, lastReservation, lastToken, lastAudit int64
+	lastNode, lastGPU, lastReservation, lastToken, lastAudit, lastJob, lastEvent int64
 }
 
 // NewMemStore returns an empty store.
@@ -50,6 +53,7 @@ func NewMemStore() *MemStore {
 		projects:     map[string]core.Project{},
 		members:      map[string]map[string]core.Role{},
 		tokens:       map[string]core.Token{},
+		jobs:         map[int64]core.Job{},
 	}}
 }
 
@@ -111,6 +115,11 @@ func (d *memData) clone() *memData {
 	}
 	c.tokens = maps.Clone(d.tokens)
 	c.audit = slices.Clone(d.audit)
+	c.jobs = make(map[int64]core.Job, len(d.jobs))
+	for id, j := range d.jobs {
+		c.jobs[id] = cloneJob(j)
+	}
+	c.events = slices.Clone(d.events)
 	return &c
 }
 
