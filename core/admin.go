@@ -14,12 +14,22 @@ type NodeStatus struct {
 	GPUs []GPUStatus
 }
 
-// GPUStatus is a GPU's state at one instant: down, idle or reserved.
+// GPUStatus is a GPU's state at one instant: down, idle, reserved, or
+// running (a job holds it, inside a reservation or not).
 type GPUStatus struct {
 	GPU
 	Status      string          // "idle", "reserved" or "down"
 	Reservation *ReservationRef // the reservation holding it now, if any
 	Next        *ReservationRef // the next reservation on it, if any
+	Job         *JobRef         // the job running on it, if any
+}
+
+// JobRef names a job holding a GPU.
+type JobRef struct {
+	ID    string    `json:"id"`
+	Owner string    `json:"owner"`
+	Name  string    `json:"name,omitempty"`
+	Since time.Time `json:"since"`
 }
 
 // Nodes lists the inventory with every GPU's state now.
@@ -27,8 +37,12 @@ func (s *Service) Nodes(ctx context.Context, a Actor) ([]NodeStatus, error) {
 	now := s.Now()
 	var nodes []Node
 	var slots []Slot
+	var jobs []Job
 	err := s.store.View(ctx, func(tx Tx) (err error) {
 		if nodes, err = tx.Nodes(ctx); err != nil {
+			return err
+		}
+		if jobs, err = tx.Jobs(ctx, JobFilter{States: holdingStates}); err != nil {
 			return err
 		}
 		slots, err = tx.Slots(ctx, now, now.Add(s.policy.Horizon))
@@ -44,6 +58,12 @@ func (s *Service) Nodes(ctx context.Context, a Actor) ([]NodeStatus, error) {
 	for _, sl := range slots {
 		byGPU[sl.GPUID] = append(byGPU[sl.GPUID], sl)
 	}
+	holder := map[int64]*JobRef{}
+	for _, j := range jobs {
+		for _, g := range j.Assigned {
+			holder[g.ID] = &JobRef{ID: JobName(j.ID), Owner: j.Owner, Name: j.Name, Since: j.StartedAt}
+		}
+	}
 	out := make([]NodeStatus, 0, len(nodes))
 	for _, n := range nodes {
 		ns := NodeStatus{Node: n}
@@ -56,6 +76,9 @@ func (s *Service) Nodes(ctx context.Context, a Actor) ([]NodeStatus, error) {
 				} else if sl.Start.After(now) && st.Next == nil {
 					st.Next = ref
 				}
+			}
+			if st.Job = holder[g.ID]; st.Job != nil {
+				st.Status = "running"
 			}
 			if g.State == GPUDown {
 				st.Status = "down"

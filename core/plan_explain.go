@@ -42,6 +42,9 @@ func (p Planner) explain(now time.Time, s Snapshot, queue []Job, est func(Job) E
 		if q.ok {
 			pj.StartP90, pj.EndP90 = at(max(q.start, m.start)), at(max(q.end, m.end))
 		}
+		if d := m.drain; d != nil && secs(d.Deadline) > m.start && pj.EndP90.After(d.Deadline) {
+			pj.EndP90 = laterTime(d.Deadline, pj.EndP50) // drained by then whatever its speed
+		}
 		pj.StartNow = m.start <= n
 		pj.Reason = reason(j, m, med.tl, owners, resOwners, n, isRunning)
 		out.Queued = append(out.Queued, pj)

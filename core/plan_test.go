@@ -327,6 +327,8 @@ func checkPlan(t *testing.T, seed uint64, s Snapshot, p Plan) {
 			}
 			if !pre {
 				t.Errorf("seed %d: non-preemptible j%d overlaps r%d", seed, j.ID, r.ID)
+			} else if pj.Drain != nil && pj.StartP50.Before(pj.Drain.Deadline) && pj.EndP90.After(pj.Drain.Deadline) {
+				t.Errorf("seed %d: j%d is drained by %s but its P90 end is %s", seed, j.ID, pj.Drain.Deadline, pj.EndP90)
 			} else if pj.Drain == nil || pj.Drain.Deadline.After(laterOf(r.Start, pj.StartP50)) || (pj.StartP50.Before(r.Start) && pj.EndP50.After(r.Start)) {
 				t.Errorf("seed %d: preemptible j%d overlaps r%d without a drain before it (drain %+v)", seed, j.ID, r.ID, pj.Drain)
 			}

@@ -324,3 +324,30 @@ func sorted[T interface{ ~int64 | ~string }](s []T) []T {
 	slices.Sort(s)
 	return s
 }
+
+// TestNodesShowRunningJobs checks that `gpucal nodes` tells a GPU held by
+// a job from an idle one.
+func TestNodesShowRunningJobs(t *testing.T) {
+	e := newEnv(t)
+	big := submit(t, e, "alice", coretest.Job(8, "h100").Name("big").Guess(2*hour).Build())
+	replan(t, e)
+	nodes, err := e.Service.Nodes(ctx, e.Actor(t, "bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := 0
+	for _, n := range nodes {
+		for _, g := range n.GPUs {
+			if g.Job == nil {
+				continue
+			}
+			running++
+			if g.Status != "running" || g.Job.ID != core.JobName(big.ID) || g.Job.Owner != "alice" || !g.Job.Since.Equal(epoch) {
+				t.Errorf("%s: status %s, job %+v; want running %s of alice since %s", g.Label(), g.Status, g.Job, core.JobName(big.ID), epoch)
+			}
+		}
+	}
+	if running != 8 {
+		t.Errorf("%d GPUs show a job, want 8", running)
+	}
+}

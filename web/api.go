@@ -23,6 +23,7 @@ type GPU struct {
 	Status      string               `json:"status,omitempty"`
 	Reservation *core.ReservationRef `json:"reservation,omitempty"` // holding it now
 	Next        *core.ReservationRef `json:"next,omitempty"`        // the next booking on it
+	Job         *core.JobRef         `json:"job,omitempty"`         // the job running on it
 }
 
 // Node is a node with its GPUs.
@@ -188,7 +189,7 @@ func nodeStatusJSON(n core.NodeStatus) Node {
 		out.GPUs = append(out.GPUs, GPU{
 			ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID, Model: g.Model().String(),
 			Name: g.Name, Memory: g.MemoryMiB, State: string(g.State),
-			Status: g.Status, Reservation: g.Reservation, Next: g.Next,
+			Status: g.Status, Reservation: g.Reservation, Next: g.Next, Job: g.Job,
 		})
 	}
 	return out

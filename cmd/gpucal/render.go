@@ -150,11 +150,23 @@ func printNodes(w io.Writer, nodes []web.Node, now time.Time, loc *time.Location
 				idle++
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Name, g.Index, g.Model, fmtMemory(g.Memory), g.Status,
-				refText(g.Reservation, loc, true), refText(g.Next, loc, false))
+				nowText(g, loc), refText(g.Next, loc, false))
 		}
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n%d node(s), %d GPU(s), %d idle now.\n", len(nodes), total, idle)
+}
+
+// nowText says what holds a GPU now: a job (and the reservation it runs in), or a reservation.
+func nowText(g web.GPU, loc *time.Location) string {
+	if g.Job == nil {
+		return refText(g.Reservation, loc, true)
+	}
+	s := fmt.Sprintf("%s %s since %s", g.Job.ID, g.Job.Owner, g.Job.Since.In(loc).Format("Mon 15:04"))
+	if g.Reservation != nil {
+		s += " in " + g.Reservation.ID
+	}
+	return s
 }
 
 func refText(r *core.ReservationRef, loc *time.Location, now bool) string {
