@@ -367,3 +367,19 @@ func laterOf(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// TestPreemptibleAvoidsDrains: a preemptible job that can start now on a
+// node where nothing will drain it goes there, not where a reservation
+// opens soon — even when that node is the tighter fit.
+func TestPreemptibleAvoidsDrains(t *testing.T) {
+	nodes := cluster("a100", "NVIDIA A100-SXM4-80GB", 2, 4, 1)
+	soon := Reservation{ID: 1, Owner: "alice", Start: planNow.Add(15 * time.Minute), End: planNow.Add(5 * time.Hour), State: Confirmed, GPUs: refs(nodes[0], 0, 1, 2, 3)}
+	busy := Job{ID: 1, Owner: "bob", GPUs: 2, Class: ClassNormal, State: JobRunning, StartedAt: planNow, Assigned: refs(nodes[1], 0, 1), Hints: Hints{Guess: hours(10)}}
+	low := queued(2, "carol", 2, hours(6))
+	low.Class, low.Preemptible = ClassLow, true
+	p := Planner{Config: DefaultPlanConfig}.Plan(planNow, Snapshot{Nodes: nodes, Reservations: []Reservation{soon}, Running: []Job{busy}, Queued: []Job{low}})
+	pj := planned(t, p, 2)
+	if !pj.StartNow || pj.Drain != nil || pj.GPUs[0] < nodes[1].GPUs[0].ID {
+		t.Errorf("preemptible job: start now %t on %v, drain %+v; want now on a100-2 with no drain", pj.StartNow, pj.GPUs, pj.Drain)
+	}
+}

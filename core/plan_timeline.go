@@ -218,6 +218,7 @@ func (s seeker) usable(g *gpuLine) bool {
 type window struct {
 	from, to, gapEnd int64
 	gpu              int
+	run              int64 // set by fitAt for preemptible jobs
 }
 
 // windows appends gi's feasible start windows within [from, limit].
@@ -247,13 +248,20 @@ type fit struct {
 	gpus  []int // indexes into timelines.gpus, best candidates first
 	idle  int   // usable GPUs of the node left free at start
 	slack int64 // free time left after the job on the chosen GPUs (less is a tighter fit)
+	// run is how long a preemptible job runs there before a reservation
+	// drains it (its whole duration when nothing does).
+	run int64
 }
 
-// better orders candidate placements: earlier, then fewer GPUs left idle on
-// the node (space), then less free time cut off after the job (time).
+// better orders candidate placements: earlier, then (for preemptible jobs)
+// longer before a drain, then fewer GPUs left idle on the node (space),
+// then less free time cut off after the job (time).
 func (f fit) better(g fit) bool {
 	if f.start != g.start {
 		return f.start < g.start
+	}
+	if f.run != g.run {
+		return f.run > g.run
 	}
 	if f.idle != g.idle {
 		return f.idle < g.idle
@@ -297,7 +305,18 @@ func (s seeker) fitAt(tl *timelines, ws []window, t int64, k int) (fit, bool) {
 	if len(cands) < k {
 		return fit{}, false
 	}
+	if s.preemptible { // how long each could run before a reservation drains it
+		for i := range cands {
+			cands[i].run = s.runFor(tl, cands[i].gpu, t)
+		}
+	}
 	slices.SortFunc(cands, func(a, b window) int {
+		if a.run != b.run {
+			if a.run > b.run {
+				return -1
+			}
+			return 1
+		}
 		if a.gapEnd != b.gapEnd {
 			if a.gapEnd < b.gapEnd {
 				return -1
@@ -306,9 +325,12 @@ func (s seeker) fitAt(tl *timelines, ws []window, t int64, k int) (fit, bool) {
 		}
 		return tl.gpus[a.gpu].gpu.Index - tl.gpus[b.gpu].gpu.Index
 	})
-	f := fit{start: t, idle: len(cands) - k}
+	f := fit{start: t, idle: len(cands) - k, run: s.dur}
 	for _, w := range cands[:k] {
 		f.gpus = append(f.gpus, w.gpu)
+		if s.preemptible {
+			f.run = min(f.run, w.run)
+		}
 		if w.gapEnd == never {
 			f.slack += 1 << 40 // open-ended free time: the loosest fit
 		} else {
@@ -316,4 +338,21 @@ func (s seeker) fitAt(tl *timelines, ws []window, t int64, k int) (fit, bool) {
 		}
 	}
 	return f, true
+}
+
+// runFor returns how long a preemptible job starting at t on GPU gi runs
+// before a foreign reservation window needs the GPU: 0 when t is inside
+// one, its whole duration when none comes.
+func (s seeker) runFor(tl *timelines, gi int, t int64) int64 {
+	run := s.dur
+	for _, iv := range tl.gpus[gi].busy {
+		if iv.kind != ivReservation || iv.id == s.reservation || iv.end <= t {
+			continue
+		}
+		if iv.start >= t+run {
+			break
+		}
+		run = max(iv.start-t, 0)
+	}
+	return run
 }
