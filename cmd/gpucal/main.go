@@ -34,7 +34,7 @@ func commands() []command {
 		{"book", "book GPUs: book 4 a100 --from \"tomorrow 9:00\" --to \"tomorrow 13:00\"", runBook},
 		{"list", "list reservations (default: current and upcoming)", runList},
 		{"show", "show one reservation: show r42", runShow},
-		{"cancel", "give a reservation back: cancel r42", runCancel},
+		{"cancel", "give a reservation back or cancel a job: cancel r42, cancel j42", runCancel},
 		{"extend", "extend a reservation: extend r42 1h", runExtend},
 		{"release", "end an active reservation now: release r42", runRelease},
 		{"submit", "queue a job: submit --gpus 4 --model a100 --name llama-ft -- python train.py", runSubmit},
@@ -47,6 +47,7 @@ func commands() []command {
 		{"user", "manage users: user add alice [--admin], user list", runUser},
 		{"project", "manage projects: project add nlp --members alice,bob, project list", runProject},
 		{"audit", "show the audit log (admins)", runAudit},
+		{"sim", "replay a job trace through the planner: sim --trace FILE --format philly --compare", runSim},
 		{"version", "print the version", func(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintln(e.stdout, "gpucal", version)
 			return nil

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/gpucal/gpucal/sim"
+)
+
+// runSim replays a job trace through the planner (and the policies it is
+// measured against) on a virtual clock: gpucal sim --trace FILE --format F.
+func runSim(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("sim", e)
+	trace := fs.String("trace", "", "the trace file; a name ending in .xz is read through the xz program")
+	format := fs.String("format", "", "trace format: philly, swf or helios (default: swf for *.swf, else required)")
+	nodes := fs.Int("nodes", 0, "nodes in the simulated cluster (default: 256, or an SWF trace's MaxProcs)")
+	gpn := fs.Int("gpus-per-node", 0, "GPUs per node (default: 8, or 1 for an SWF trace, whose processors play the GPUs)")
+	policy := fs.String("policy", string(sim.PolicyGPUCal), "fifo, sjf-oracle, easy or gpucal")
+	compare := fs.Bool("compare", false, "replay under every policy and print one table")
+	rate := fs.Float64("reservations", 0, "synthetic bookings of whole nodes per day of trace, booked 2-12 h ahead (0: none)")
+	preemptible := fs.Float64("preemptible", 0, "share of jobs marked preemptible, 0 to 1")
+	limit := fs.Int("limit", 0, "replay only the first N jobs (0: all)")
+	seed := fs.Int64("seed", 1, "seed for the bookings and the preemptible marks")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: gpucal sim --trace FILE [--format philly|swf|helios] [--policy P | --compare] [flags]\n\n"+
+			"Replays a job trace on a virtual clock and reports waits, completion times, utilisation and,\n"+
+			"for easy and gpucal, how well starts were predicted at submission.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if _, err := parseArgs(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if *trace == "" {
+		return usagef("give the trace with --trace FILE")
+	}
+	f := sim.Format(*format)
+	if f == "" {
+		if !strings.HasSuffix(strings.TrimSuffix(*trace, ".xz"), ".swf") {
+			return usagef("give the trace format with --format philly, swf or helios")
+		}
+		f = sim.FormatSWF
+	}
+	if !slices.Contains(sim.Formats, f) {
+		return usagef("unknown trace format %q; use philly, swf or helios", f)
+	}
+	policies := []sim.Policy{sim.Policy(*policy)}
+	if *compare {
+		policies = sim.Policies
+	} else if !slices.Contains(sim.Policies, policies[0]) {
+		return usagef("unknown policy %q; use fifo, sjf-oracle, easy or gpucal", *policy)
+	}
+	tr, err := loadTrace(ctx, *trace, f)
+	if err != nil {
+		return err
+	}
+	cfg := sim.Config{Nodes: *nodes, GPUsPerNode: *gpn, Reservations: *rate, Preemptible: *preemptible, Limit: *limit, Seed: *seed}
+	if cfg.GPUsPerNode == 0 {
+		cfg.GPUsPerNode = 8
+		if f == sim.FormatSWF {
+			cfg.GPUsPerNode = 1
+		}
+	}
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 256
+		if f == sim.FormatSWF && tr.MaxProcs > 0 {
+			cfg.Nodes = (tr.MaxProcs + cfg.GPUsPerNode - 1) / cfg.GPUsPerNode
+		}
+	}
+	var results []sim.Result
+	for _, p := range policies {
+		cfg.Policy = p
+		r, err := sim.Run(ctx, tr, cfg)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if *compare {
+			return enc.Encode(results)
+		}
+		return enc.Encode(results[0])
+	}
+	fmt.Fprintf(e.stdout, "%s: %d jobs replayed on %d nodes × %d GPUs; %d larger than the cluster dropped, %d unusable records skipped\n\n",
+		*trace, results[0].Jobs, cfg.Nodes, cfg.GPUsPerNode, results[0].Dropped, tr.Skipped)
+	return sim.WriteTable(e.stdout, results)
+}
+
+// loadTrace reads a trace file, through `xz -dc` when its name ends in .xz
+// (the standard library has no xz reader).
+func loadTrace(ctx context.Context, path string, f sim.Format) (sim.Trace, error) {
+	if !strings.HasSuffix(path, ".xz") {
+		file, err := os.Open(path)
+		if err != nil {
+			return sim.Trace{}, err
+		}
+		defer file.Close()
+		tr, err := sim.Load(file, f)
+		if err != nil {
+			return sim.Trace{}, fmt.Errorf("%s: %w", path, err)
+		}
+		return tr, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return sim.Trace{}, err
+	}
+	xz, err := exec.LookPath("xz")
+	if err != nil {
+		return sim.Trace{}, fmt.Errorf("%s is xz-compressed and the xz program is not installed: install xz (the xz-utils package) or decompress the file first", path)
+	}
+	cmd := exec.CommandContext(ctx, xz, "-dc", path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return sim.Trace{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return sim.Trace{}, fmt.Errorf("running xz: %w", err)
+	}
+	tr, loadErr := sim.Load(out, f)
+	if loadErr != nil {
+		_, _ = io.Copy(io.Discard, out) // let xz finish writing before waiting for it
+	}
+	waitErr := cmd.Wait()
+	switch {
+	case loadErr != nil:
+		return sim.Trace{}, fmt.Errorf("%s: %w", path, loadErr)
+	case waitErr != nil:
+		return sim.Trace{}, fmt.Errorf("xz -dc %s: %w: %s", path, waitErr, strings.TrimSpace(stderr.String()))
+	}
+	return tr, nil
+}

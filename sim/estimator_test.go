@@ -1,0 +1,121 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpucal/gpucal/core"
+)
+
+func TestHistoryEstimator(t *testing.T) {
+	h := time.Hour
+	type run struct {
+		job TraceJob
+		ran time.Duration
+	}
+	tests := []struct {
+		name string
+		past []run
+		job  TraceJob
+		want core.Estimate
+	}{
+		{
+			name: "nothing finished yet: the default",
+			job:  TraceJob{GPUs: 1},
+			want: core.DefaultEstimator{}.Estimate(core.Job{}, time.Time{}),
+		},
+		{
+			name: "no history but a request: the request",
+			job:  TraceJob{GPUs: 1, User: "u1", Requested: 3 * h},
+			want: core.Estimate{P50: 3 * h, P90: 3 * h, Source: "request"},
+		},
+		{
+			name: "the user's last two runs, averaged; P90 twice that",
+			past: []run{{TraceJob{User: "u1", GPUs: 1}, 9 * h}, {TraceJob{User: "u1", GPUs: 1}, 1 * h}, {TraceJob{User: "u1", GPUs: 1}, 3 * h}},
+			job:  TraceJob{GPUs: 4, User: "u1"},
+			want: core.Estimate{P50: 2 * h, P90: 4 * h, Source: "history:user", Samples: 2},
+		},
+		{
+			name: "capped at the request, which is the P90",
+			past: []run{{TraceJob{User: "u1", GPUs: 1}, 5 * h}, {TraceJob{User: "u1", GPUs: 1}, 7 * h}},
+			job:  TraceJob{GPUs: 1, User: "u1", Requested: 4 * h},
+			want: core.Estimate{P50: 4 * h, P90: 4 * h, Source: "history:user", Samples: 2},
+		},
+		{
+			name: "one past run: P90 the larger of twice it and it",
+			past: []run{{TraceJob{User: "u2", GPUs: 1}, 30 * time.Minute}},
+			job:  TraceJob{GPUs: 1, User: "u2"},
+			want: core.Estimate{P50: 30 * time.Minute, P90: h, Source: "history:user", Samples: 1},
+		},
+		{
+			name: "no users: median and 90th percentile of the same GPU count",
+			past: []run{
+				{TraceJob{GPUs: 8}, 1 * h}, {TraceJob{GPUs: 8}, 2 * h}, {TraceJob{GPUs: 8}, 3 * h}, {TraceJob{GPUs: 8}, 4 * h},
+				{TraceJob{GPUs: 8}, 5 * h}, {TraceJob{GPUs: 1}, 100 * h},
+			},
+			job:  TraceJob{GPUs: 8},
+			want: core.Estimate{P50: 3 * h, P90: 5 * h, Source: "history:gpus", Samples: 5},
+		},
+		{
+			name: "an unseen GPU count: all finished jobs",
+			past: []run{{TraceJob{GPUs: 8}, 1 * h}, {TraceJob{GPUs: 1}, 3 * h}},
+			job:  TraceJob{GPUs: 2},
+			want: core.Estimate{P50: 1 * h, P90: 3 * h, Source: "history:global", Samples: 2},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			est := newHistoryEstimator()
+			for _, r := range tt.past {
+				est.observe(&r.job, r.ran)
+			}
+			if diff := cmp.Diff(tt.want, est.estimate(&tt.job)); diff != "" {
+				t.Errorf("estimate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRunningEstimate(t *testing.T) {
+	h := time.Hour
+	base := core.Estimate{P50: 2 * h, P90: 6 * h, Source: "history:user", Samples: 2}
+	tests := []struct {
+		name               string
+		elapsed, requested time.Duration
+		wantP50, wantP90   time.Duration
+	}{
+		{"younger than its median: unchanged", h, 0, 2 * h, 6 * h},
+		{"past its median: as long again", 4 * h, 0, 8 * h, 16 * h},
+		{"past its median, with a request", 3 * h, 5 * h, 5 * h, 5 * h},
+		{"past its request: ends within minutes", 5 * h, 4 * h, 5*h + time.Minute, 5*h + 10*time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := running(base, tt.elapsed, tt.requested)
+			if got.P50 != tt.wantP50 || got.P90 != tt.wantP90 {
+				t.Errorf("running(%v, %v) = P50 %v, P90 %v; want %v, %v", tt.elapsed, tt.requested, got.P50, got.P90, tt.wantP50, tt.wantP90)
+			}
+		})
+	}
+}
+
+// TestQuantiles checks the streaming quantiles against sorting.
+func TestQuantiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	q := newQuantiles()
+	var all []time.Duration
+	for i := range 2000 {
+		d := time.Duration(rng.IntN(10000)) * time.Second
+		q.add(d)
+		all = append(all, d)
+		sorted := slices.Sorted(slices.Values(all))
+		nearest := func(p float64) time.Duration { return sorted[max(1, int(math.Ceil(p*float64(len(sorted)))))-1] }
+		if q.p50() != nearest(0.5) || q.p90() != nearest(0.9) {
+			t.Fatalf("after %d values: p50 %v p90 %v, want %v %v", i+1, q.p50(), q.p90(), nearest(0.5), nearest(0.9))
+		}
+	}
+}
