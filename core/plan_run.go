@@ -134,7 +134,7 @@ func (p Planner) place(now time.Time, s Snapshot, queue []Job, est func(Job) Est
 		if p90 {
 			d = e.P90
 		}
-		pl := p.placeJob(tl, windows, caps, j, durSecs(d), n, limit, &buf)
+		pl := p.placeJob(tl, windows, caps, j, durSecs(d), durSecs(e.P90), n, limit, &buf)
 		res.queued = append(res.queued, pl)
 	}
 	return res
@@ -162,9 +162,9 @@ func runningEnd(now, start int64, e Estimate, p90 bool) int64 {
 }
 
 // placeJob finds the earliest placement for j and commits it to tl.
-func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps capacities, j Job, dur, now, limit int64, buf *[]window) placement {
+func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps capacities, j Job, dur, clear, now, limit int64, buf *[]window) placement {
 	model := caps.model(j.Model)
-	sk := seeker{model: model, preemptible: j.Preemptible || j.Class == ClassLow, dur: dur}
+	sk := seeker{model: model, preemptible: j.Preemptible || j.Class == ClassLow, dur: dur, clear: clear}
 	from := now
 	var only map[int64]bool
 	if j.Class == ClassReserved {

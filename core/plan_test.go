@@ -383,3 +383,20 @@ func TestPreemptibleAvoidsDrains(t *testing.T) {
 		t.Errorf("preemptible job: start now %t on %v, drain %+v; want now on a100-2 with no drain", pj.StartNow, pj.GPUs, pj.Drain)
 	}
 }
+
+// TestClearsWindowsByP90: a non-preemptible job whose median run would end
+// before a reservation but whose P90 run would not waits until after it.
+func TestClearsWindowsByP90(t *testing.T) {
+	nodes := cluster("a100", "NVIDIA A100-SXM4-80GB", 1, 2, 1)
+	r := Reservation{ID: 1, Owner: "alice", Start: planNow.Add(2 * time.Hour), End: planNow.Add(4 * time.Hour), State: Confirmed, GPUs: refs(nodes[0], 0, 1)}
+	j := queued(1, "bob", 2, 0)
+	s := Snapshot{Nodes: nodes, Reservations: []Reservation{r}, Queued: []Job{j},
+		Estimates: map[int64]Estimate{1: {P50: time.Hour, P90: 3 * time.Hour}}}
+	if pj := planned(t, Planner{Config: DefaultPlanConfig}.Plan(planNow, s), 1); !pj.StartP50.Equal(r.End) {
+		t.Errorf("start %s, want after the window (%s): its P90 run would overlap it", pj.StartP50, r.End)
+	}
+	s.Estimates[1] = Estimate{P50: time.Hour, P90: 90 * time.Minute}
+	if pj := planned(t, Planner{Config: DefaultPlanConfig}.Plan(planNow, s), 1); !pj.StartNow {
+		t.Errorf("start %s, want now: even its P90 run ends before the window", pj.StartP50)
+	}
+}

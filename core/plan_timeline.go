@@ -200,6 +200,10 @@ type seeker struct {
 	reservation int64 // the job's own reservation: its window does not block it
 	preemptible bool  // reservation windows do not block it (it is drained instead)
 	dur         int64
+	// clear is how long before a foreign reservation window a job must be
+	// able to start: its P90 duration for non-preemptible jobs, so that one
+	// that runs longer than its median still leaves the window free.
+	clear int64
 }
 
 func (s seeker) blocks(iv interval) bool {
@@ -224,15 +228,20 @@ type window struct {
 // windows appends gi's feasible start windows within [from, limit].
 func (s seeker) windows(tl *timelines, gi int, from, limit int64, out []window) []window {
 	cursor := from
-	for _, iv := range tl.gpus[gi].busy {
+	busy := tl.gpus[gi].busy
+	for i, iv := range busy {
 		if iv.end <= cursor || !s.blocks(iv) {
 			continue
 		}
 		if cursor > limit {
 			return out
 		}
-		if iv.start-cursor >= s.dur {
-			out = append(out, window{from: cursor, to: iv.start - s.dur, gapEnd: iv.start, gpu: gi})
+		to := iv.start - s.dur
+		if s.clear > s.dur {
+			to = min(to, s.nextWindow(busy, i)-s.clear)
+		}
+		if to >= cursor {
+			out = append(out, window{from: cursor, to: to, gapEnd: iv.start, gpu: gi})
 		}
 		cursor = max(cursor, iv.end)
 	}
@@ -240,6 +249,17 @@ func (s seeker) windows(tl *timelines, gi int, from, limit int64, out []window) 
 		out = append(out, window{from: cursor, to: never, gapEnd: never, gpu: gi})
 	}
 	return out
+}
+
+// nextWindow returns the start of the first reservation window at or after
+// busy[i] that blocks the seeker, or never.
+func (s seeker) nextWindow(busy []interval, i int) int64 {
+	for _, iv := range busy[i:] {
+		if iv.kind == ivReservation && s.blocks(iv) {
+			return iv.start
+		}
+	}
+	return never
 }
 
 // fit is a candidate placement on one node.
