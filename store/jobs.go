@@ -101,30 +101,9 @@ func (t *tx) withAssigned(ctx context.Context, rows []jobRow) ([]core.Job, error
 	if len(started) == 0 {
 		return out, nil
 	}
-	var refs []struct {
-		Job       int64  `bun:"job_id"`
-		ID        int64  `bun:"id"`
-		Node      string `bun:"node"`
-		Index     int    `bun:"idx"`
-		UUID      string `bun:"uuid"`
-		Name      string `bun:"name"`
-		MemoryMiB int64  `bun:"memory_mib"`
-	}
-	err := t.db.NewSelect().
-		TableExpr("job_gpus AS jg").
-		Join("JOIN gpus AS g ON g.id = jg.gpu_id").
-		Join("JOIN nodes AS n ON n.id = g.node_id").
-		ColumnExpr("jg.job_id, g.id, n.name AS node, g.idx, g.uuid, g.name, g.memory_mib").
-		Where("jg.job_id IN (?)", bun.In(started)).
-		OrderExpr("jg.job_id, n.name, g.idx").
-		Scan(ctx, &refs)
+	gpus, err := t.gpuRefs(ctx, "job_gpus", "job_id", started)
 	if err != nil {
-		return nil, dbError("job gpus", err)
-	}
-	gpus := map[int64][]core.GPURef{}
-	for _, g := range refs {
-		gpus[g.Job] = append(gpus[g.Job], core.GPURef{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID,
-			Model: core.GPU{Name: g.Name, MemoryMiB: g.MemoryMiB}.Model().String()})
+		return nil, err
 	}
 	for i := range out {
 		out[i].Assigned = gpus[out[i].ID]

@@ -125,30 +125,9 @@ func (t *tx) withGPUs(ctx context.Context, rows []reservationRow) ([]core.Reserv
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	var refs []struct {
-		Reservation int64  `bun:"reservation_id"`
-		ID          int64  `bun:"id"`
-		Node        string `bun:"node"`
-		Index       int    `bun:"idx"`
-		UUID        string `bun:"uuid"`
-		Name        string `bun:"name"`
-		MemoryMiB   int64  `bun:"memory_mib"`
-	}
-	err := t.db.NewSelect().
-		TableExpr("reservation_gpus AS rg").
-		Join("JOIN gpus AS g ON g.id = rg.gpu_id").
-		Join("JOIN nodes AS n ON n.id = g.node_id").
-		ColumnExpr("rg.reservation_id, g.id, n.name AS node, g.idx, g.uuid, g.name, g.memory_mib").
-		Where("rg.reservation_id IN (?)", bun.In(ids)).
-		OrderExpr("rg.reservation_id, n.name, g.idx").
-		Scan(ctx, &refs)
+	gpus, err := t.gpuRefs(ctx, "reservation_gpus", "reservation_id", ids)
 	if err != nil {
-		return nil, dbError("reservation gpus", err)
-	}
-	gpus := make(map[int64][]core.GPURef, len(rows))
-	for _, g := range refs {
-		gpus[g.Reservation] = append(gpus[g.Reservation], core.GPURef{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID,
-			Model: core.GPU{Name: g.Name, MemoryMiB: g.MemoryMiB}.Model().String()})
+		return nil, err
 	}
 	out := make([]core.Reservation, len(rows))
 	for i, r := range rows {
@@ -258,4 +237,35 @@ func (db *DB) CheckOverlaps(ctx context.Context) ([]Overlap, error) {
 		out[i] = Overlap{GPUID: r.GPUID, A: r.A, B: r.B}
 	}
 	return out, nil
+}
+
+// gpuRefs loads the GPUs that the rows of a link table (reservation_gpus,
+// job_gpus) give each owner in ids, by node name and index.
+func (t *tx) gpuRefs(ctx context.Context, table, ownerColumn string, ids []int64) (map[int64][]core.GPURef, error) {
+	var refs []struct {
+		Owner     int64  `bun:"owner_id"`
+		ID        int64  `bun:"id"`
+		Node      string `bun:"node"`
+		Index     int    `bun:"idx"`
+		UUID      string `bun:"uuid"`
+		Name      string `bun:"name"`
+		MemoryMiB int64  `bun:"memory_mib"`
+	}
+	err := t.db.NewSelect().
+		TableExpr("? AS l", bun.Ident(table)).
+		Join("JOIN gpus AS g ON g.id = l.gpu_id").
+		Join("JOIN nodes AS n ON n.id = g.node_id").
+		ColumnExpr("l.? AS owner_id, g.id, n.name AS node, g.idx, g.uuid, g.name, g.memory_mib", bun.Ident(ownerColumn)).
+		Where("l.? IN (?)", bun.Ident(ownerColumn), bun.In(ids)).
+		OrderExpr("l.?, n.name, g.idx", bun.Ident(ownerColumn)).
+		Scan(ctx, &refs)
+	if err != nil {
+		return nil, dbError(table, err)
+	}
+	gpus := make(map[int64][]core.GPURef, len(ids))
+	for _, g := range refs {
+		gpus[g.Owner] = append(gpus[g.Owner], core.GPURef{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID,
+			Model: core.GPU{Name: g.Name, MemoryMiB: g.MemoryMiB}.Model().String()})
+	}
+	return gpus, nil
 }
