@@ -90,10 +90,8 @@ func (s *Server) handleReservations(w http.ResponseWriter, r *http.Request, a co
 	if f.From, err = optionalInstant(q, "from"); err == nil {
 		f.To, err = optionalInstant(q, "to")
 	}
-	if err == nil && q.Get("limit") != "" {
-		if f.Limit, err = strconv.Atoi(q.Get("limit")); err != nil || f.Limit < 1 {
-			err = core.Errorf(core.CodeInvalid, "limit must be a positive number")
-		}
+	if err == nil {
+		f.Limit, err = queryLimit(q)
 	}
 	for _, st := range splitList(q.Get("state")) {
 		switch core.ReservationState(st) {
@@ -294,13 +292,10 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, a cor
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, a core.Actor) {
 	q := r.URL.Query()
 	f := core.AuditFilter{Actor: q.Get("actor"), Object: q.Get("object")}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 {
-			s.fail(w, r, core.Errorf(core.CodeInvalid, "limit must be a positive number"))
-			return
-		}
-		f.Limit = n
+	var err error
+	if f.Limit, err = queryLimit(q); err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	es, err := s.svc.AuditLog(r.Context(), a, f)
 	if err != nil {
@@ -357,4 +352,17 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// queryLimit reads the optional "limit" query parameter: 0 when absent.
+func queryLimit(q url.Values) (int, error) {
+	l := q.Get("limit")
+	if l == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(l)
+	if err != nil || n < 1 {
+		return 0, core.Errorf(core.CodeInvalid, "limit must be a positive number")
+	}
+	return n, nil
 }

@@ -53,13 +53,10 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request, a core.Actor
 	for _, t := range splitList(q.Get("type")) {
 		f.Types = append(f.Types, core.JobType(t))
 	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 {
-			s.fail(w, r, core.Errorf(core.CodeInvalid, "limit must be a positive number"))
-			return
-		}
-		f.Limit = n
+	var err error
+	if f.Limit, err = queryLimit(q); err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	js, err := s.svc.Jobs(r.Context(), a, f)
 	if err != nil {
