@@ -52,8 +52,7 @@ func (p Planner) explain(now time.Time, s Snapshot, queue []Job, est func(Job) E
 			out.Drains = append(out.Drains, *m.drain)
 		}
 	}
-	running := slices.Clone(s.Running)
-	slices.SortFunc(running, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	running := byID(s.Running)
 	for _, j := range running {
 		m, q := med.running[j.ID], pes.running[j.ID]
 		pj := PlannedJob{Job: j.ID, GPUs: m.gpus, StartP50: j.StartedAt, StartP90: j.StartedAt,

@@ -20,8 +20,9 @@ func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	now = now.UTC().Truncate(time.Second)
 	est := estimator(s)
 	queue := p.order(now, s, est)
-	median := p.place(now, s, queue, est, false)
-	pessimistic := p.place(now, s, queue, est, true)
+	base := newTimelines(secs(now), s.Nodes)
+	median := p.place(now, s, base.fresh(), queue, est, false)
+	pessimistic := p.place(now, s, base.fresh(), queue, est, true)
 	return p.explain(now, s, queue, est, median, pessimistic)
 }
 
@@ -79,9 +80,8 @@ func durSecs(d time.Duration) int64 { return max(int64((d+time.Second-1)/time.Se
 
 // place is the planner's second stage, run once with median durations and
 // once with P90 durations (pessimistic).
-func (p Planner) place(now time.Time, s Snapshot, queue []Job, est func(Job) Estimate, p90 bool) passResult {
+func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []Job, est func(Job) Estimate, p90 bool) passResult {
 	n := secs(now)
-	tl := newTimelines(n, s.Nodes)
 	res := passResult{running: map[int64]placement{}, tl: tl}
 	windows := map[int64]Reservation{}
 
@@ -99,8 +99,7 @@ func (p Planner) place(now time.Time, s Snapshot, queue []Job, est func(Job) Est
 	}
 	// 2. Running jobs hold their GPUs until their predicted end; preemptible
 	//    ones only until the first foreign window on their GPUs opens.
-	running := slices.Clone(s.Running)
-	slices.SortFunc(running, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	running := byID(s.Running)
 	for _, j := range running {
 		e := est(j)
 		start := secs(j.StartedAt)
@@ -490,4 +489,15 @@ func (c capacities) of(tl *timelines, m Model, reservation int64, usable func(*g
 	}
 	c.counts[key] = got
 	return got
+}
+
+// byID returns jobs ordered by ID, copying only when they are not already.
+func byID(jobs []Job) []Job {
+	cmpID := func(a, b Job) int { return cmp.Compare(a.ID, b.ID) }
+	if slices.IsSortedFunc(jobs, cmpID) {
+		return jobs
+	}
+	sorted := slices.Clone(jobs)
+	slices.SortFunc(sorted, cmpID)
+	return sorted
 }

@@ -93,6 +93,20 @@ func newTimelines(now int64, nodes []Node) *timelines {
 	return tl
 }
 
+// fresh returns an empty copy of tl's GPUs and nodes for one placement
+// pass, sharing what no pass changes (the GPU index, the node→GPU lists).
+func (tl *timelines) fresh() *timelines {
+	c := &timelines{now: tl.now, byID: tl.byID,
+		gpus: slices.Clone(tl.gpus), nodes: make([]nodeLine, len(tl.nodes))}
+	for i := range c.gpus {
+		c.gpus[i].busy = nil
+	}
+	for i, n := range tl.nodes {
+		c.nodes[i] = nodeLine{name: n.name, gpus: n.gpus}
+	}
+	return c
+}
+
 // add inserts iv on the GPU at index gi, keeping the list sorted.
 func (tl *timelines) add(gi int, iv interval) {
 	busy := tl.gpus[gi].busy
