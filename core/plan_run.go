@@ -116,7 +116,7 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []Job, es
 		}
 		for _, gi := range gis {
 			tl.add(gi, interval{start: start, end: pl.end, kind: ivJob, id: j.ID, preemptible: j.Preemptible})
-			pl.gpus = append(pl.gpus, tl.gpus[gi].gpu.ID)
+			pl.gpus = append(pl.gpus, tl.gpus[gi].id)
 		}
 		res.running[j.ID] = pl
 	}
@@ -178,7 +178,7 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps cap
 			only[g.ID] = true
 		}
 	}
-	usable := func(g *gpuLine) bool { return sk.usable(g) && (only == nil || only[g.gpu.ID]) }
+	usable := func(g *gpuLine) bool { return sk.usable(g) && (only == nil || only[g.id]) }
 
 	// How many usable GPUs each node has decides between one node and a gang.
 	c := caps.of(tl, model, sk.reservation, usable)
@@ -205,7 +205,7 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps cap
 	touched := map[int]bool{}
 	for _, gi := range best.gpus {
 		tl.add(gi, interval{start: pl.start, end: pl.end, kind: ivJob, id: j.ID, preemptible: sk.preemptible})
-		pl.gpus = append(pl.gpus, tl.gpus[gi].gpu.ID)
+		pl.gpus = append(pl.gpus, tl.gpus[gi].id)
 		touched[tl.gpus[gi].node] = true
 	}
 	for ni := range touched {
@@ -368,7 +368,7 @@ func (s seekerOnly) gangAt(tl *timelines, counts []int, k int, t int64, buf *[]w
 			// Sorted by node then index so that the partial node is the last one.
 			slices.SortFunc(whole, func(a, b int) int {
 				ga, gb := &tl.gpus[a], &tl.gpus[b]
-				return cmp.Or(cmp.Compare(ga.node, gb.node), cmp.Compare(ga.gpu.Index, gb.gpu.Index))
+				return cmp.Or(cmp.Compare(ga.node, gb.node), cmp.Compare(ga.index, gb.index))
 			})
 			return fit{start: t, gpus: whole[:k]}, true
 		}

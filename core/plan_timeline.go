@@ -28,7 +28,9 @@ type interval struct {
 
 // gpuLine is one GPU and its commitments, sorted by start.
 type gpuLine struct {
-	gpu   GPU
+	id    int64 // GPU ID
+	index int   // device index on its node
+	up    bool
 	model Model
 	node  int // index into timelines.nodes
 	busy  []interval
@@ -86,7 +88,7 @@ func newTimelines(now int64, nodes []Node) *timelines {
 			}
 			tl.byID[g.ID] = len(tl.gpus)
 			nl.gpus = append(nl.gpus, len(tl.gpus))
-			tl.gpus = append(tl.gpus, gpuLine{gpu: g, model: m, node: ni})
+			tl.gpus = append(tl.gpus, gpuLine{id: g.ID, index: g.Index, up: g.State == GPUUp, model: m, node: ni})
 		}
 		tl.nodes = append(tl.nodes, nl)
 	}
@@ -131,7 +133,7 @@ func (tl *timelines) refresh(ni int) {
 	for _, gi := range n.gpus {
 		g := &tl.gpus[gi]
 		n.model = tl.gpus[n.gpus[0]].model
-		n.uniform = n.uniform && g.gpu.State == GPUUp && g.model == n.model
+		n.uniform = n.uniform && g.up && g.model == n.model
 		g.firstFree, g.jobTail, g.maxGap, g.allTail = -1, tl.now, 0, tl.now
 		for _, iv := range g.busy {
 			g.allTail = max(g.allTail, iv.end)
@@ -153,7 +155,7 @@ func (tl *timelines) refresh(ni int) {
 		n.maxGap = max(n.maxGap, g.maxGap)
 		n.jobTails = append(n.jobTails, g.jobTail)
 		n.allTails = append(n.allTails, g.allTail)
-		if g.gpu.State == GPUUp {
+		if g.up {
 			n.firstFree = append(n.firstFree, g.firstFree)
 		}
 	}
@@ -228,7 +230,7 @@ func (s seeker) blocks(iv interval) bool {
 }
 
 func (s seeker) usable(g *gpuLine) bool {
-	return g.gpu.State == GPUUp && s.model.Matches(g.model)
+	return g.up && s.model.Matches(g.model)
 }
 
 // window is a range of feasible starts [from, to] on one GPU; gapEnd is
@@ -357,7 +359,7 @@ func (s seeker) fitAt(tl *timelines, ws []window, t int64, k int) (fit, bool) {
 			}
 			return 1
 		}
-		return tl.gpus[a.gpu].gpu.Index - tl.gpus[b.gpu].gpu.Index
+		return tl.gpus[a.gpu].index - tl.gpus[b.gpu].index
 	})
 	f := fit{start: t, idle: len(cands) - k, run: s.dur}
 	for _, w := range cands[:k] {
