@@ -63,6 +63,19 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of text")
 }
 
+// setup registers the client flags on fs, parses args (with between minPos
+// and maxPos positional arguments) and builds the API client: the set-up
+// every client command starts with.
+func (c *clientFlags) setup(e *env, fs *flag.FlagSet, args []string, minPos, maxPos int) ([]string, *web.Client, *time.Location, error) {
+	c.register(fs)
+	pos, err := parseArgs(fs, args, minPos, maxPos)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	client, loc, err := c.client(e)
+	return pos, client, loc, err
+}
+
 // clientConfig is what `gpucal login` saves.
 type clientConfig struct {
 	Server string `json:"server"`

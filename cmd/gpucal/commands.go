@@ -17,11 +17,7 @@ import (
 func runLogin(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
 	fs := newFlagSet("login", e)
-	cf.register(fs)
-	if _, err := parseArgs(fs, args, 0, 0); err != nil {
-		return err
-	}
-	c, _, err := cf.client(e)
+	_, c, _, err := cf.setup(e, fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -43,11 +39,7 @@ func runLogin(ctx context.Context, e *env, args []string) error {
 func runWhoami(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
 	fs := newFlagSet("whoami", e)
-	cf.register(fs)
-	if _, err := parseArgs(fs, args, 0, 0); err != nil {
-		return err
-	}
-	c, _, err := cf.client(e)
+	_, c, _, err := cf.setup(e, fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -69,11 +61,7 @@ func runWhoami(ctx context.Context, e *env, args []string) error {
 func runNodes(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
 	fs := newFlagSet("nodes", e)
-	cf.register(fs)
-	if _, err := parseArgs(fs, args, 0, 0); err != nil {
-		return err
-	}
-	c, loc, err := cf.client(e)
+	_, c, loc, err := cf.setup(e, fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -226,17 +214,13 @@ func runList(ctx context.Context, e *env, args []string) error {
 	var mine, all bool
 	var user, project, from, to string
 	fs := newFlagSet("list", e)
-	cf.register(fs)
 	fs.BoolVar(&mine, "mine", false, "only my reservations")
 	fs.BoolVar(&all, "all", false, "include past, cancelled and released reservations")
 	fs.StringVar(&user, "user", "", "only this user's")
 	fs.StringVar(&project, "project", "", "only this project's")
 	fs.StringVar(&from, "from", "", "window start (default: now, or everything with --all)")
 	fs.StringVar(&to, "to", "", "window end")
-	if _, err := parseArgs(fs, args, 0, 0); err != nil {
-		return err
-	}
-	c, loc, err := cf.client(e)
+	_, c, loc, err := cf.setup(e, fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -293,13 +277,8 @@ func runExtend(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
 	var to string
 	fs := newFlagSet("extend", e)
-	cf.register(fs)
 	fs.StringVar(&to, "to", "", "new end instead of a duration: \"2026-12-03 18:00\", \"tomorrow 18:00\"")
-	pos, err := parseArgs(fs, args, 1, 2)
-	if err != nil {
-		return err
-	}
-	c, loc, err := cf.client(e)
+	pos, c, loc, err := cf.setup(e, fs, args, 1, 2)
 	if err != nil {
 		return err
 	}
@@ -343,12 +322,7 @@ func runExtend(ctx context.Context, e *env, args []string) error {
 func reservationCommand(ctx context.Context, e *env, name string, args []string, op func(*web.Client, string) (web.Reservation, string, error)) error {
 	var cf clientFlags
 	fs := newFlagSet(name, e)
-	cf.register(fs)
-	pos, err := parseArgs(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, loc, err := cf.client(e)
+	pos, c, loc, err := cf.setup(e, fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -371,14 +345,10 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
 	var req web.TokenRequest
 	fs := newFlagSet("token create", e)
-	cf.register(fs)
 	fs.StringVar(&req.User, "user", "", "whose token (default: yours); admins may name anyone, and the user is created if missing")
 	fs.StringVar(&req.Name, "name", "", "a label for the token")
 	fs.BoolVar(&req.Admin, "admin", false, "make the user a site admin")
-	if _, err := parseArgs(fs, args[1:], 0, 0); err != nil {
-		return err
-	}
-	c, _, err := cf.client(e)
+	_, c, _, err := cf.setup(e, fs, args[1:], 0, 0)
 	if err != nil {
 		return err
 	}
@@ -397,7 +367,6 @@ func runUser(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
 	var admin bool
 	fs := newFlagSet("user "+args[0], e)
-	cf.register(fs)
 	if args[0] == "add" {
 		fs.BoolVar(&admin, "admin", false, "a site admin")
 	}
@@ -405,11 +374,7 @@ func runUser(ctx context.Context, e *env, args []string) error {
 	if args[0] == "add" {
 		maxPos = 1
 	}
-	pos, err := parseArgs(fs, args[1:], maxPos, maxPos)
-	if err != nil {
-		return err
-	}
-	c, loc, err := cf.client(e)
+	pos, c, loc, err := cf.setup(e, fs, args[1:], maxPos, maxPos)
 	if err != nil {
 		return err
 	}
@@ -436,7 +401,6 @@ func runProject(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
 	var members, admins, role string
 	fs := newFlagSet("project "+args[0], e)
-	cf.register(fs)
 	nPos := map[string]int{"add": 1, "list": 0, "member": 2}[args[0]]
 	switch args[0] {
 	case "add":
@@ -445,11 +409,7 @@ func runProject(ctx context.Context, e *env, args []string) error {
 	case "member":
 		fs.StringVar(&role, "role", "member", "member or admin")
 	}
-	pos, err := parseArgs(fs, args[1:], nPos, nPos)
-	if err != nil {
-		return err
-	}
-	c, _, err := cf.client(e)
+	pos, c, _, err := cf.setup(e, fs, args[1:], nPos, nPos)
 	if err != nil {
 		return err
 	}
@@ -487,14 +447,10 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 	var actor, object string
 	var limit int
 	fs := newFlagSet("audit", e)
-	cf.register(fs)
 	fs.StringVar(&actor, "actor", "", "only changes by this user")
 	fs.StringVar(&object, "object", "", "only changes to this object (r42, node/a100-1, user/alice)")
 	fs.IntVar(&limit, "limit", 50, "how many entries")
-	if _, err := parseArgs(fs, args, 0, 0); err != nil {
-		return err
-	}
-	c, loc, err := cf.client(e)
+	_, c, loc, err := cf.setup(e, fs, args, 0, 0)
 	if err != nil {
 		return err
 	}

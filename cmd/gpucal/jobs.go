@@ -205,11 +205,7 @@ func retryWithKey[T any](ctx context.Context, send func(key string) (T, error)) 
 func runQueue(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
 	fs := newFlagSet("queue", e)
-	cf.register(fs)
-	if _, err := parseArgs(fs, args, 0, 0); err != nil {
-		return err
-	}
-	c, loc, err := cf.client(e)
+	_, c, loc, err := cf.setup(e, fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -307,12 +303,7 @@ func runJobs(ctx context.Context, e *env, args []string) error {
 func runJob(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
 	fs := newFlagSet("job", e)
-	cf.register(fs)
-	pos, err := parseArgs(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, loc, err := cf.client(e)
+	pos, c, loc, err := cf.setup(e, fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -340,12 +331,7 @@ func cancelsJob(args []string) bool {
 func runCancelJob(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
 	fs := newFlagSet("cancel", e)
-	cf.register(fs)
-	pos, err := parseArgs(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, _, err := cf.client(e)
+	pos, c, _, err := cf.setup(e, fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
