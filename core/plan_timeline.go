@@ -245,6 +245,7 @@ type window struct {
 func (s seeker) windows(tl *timelines, gi int, from, limit int64, out []window) []window {
 	cursor := from
 	busy := tl.gpus[gi].busy
+	next, nextAt := -1, int64(never) // the next blocking window at or after i, found once per window
 	for i, iv := range busy {
 		if iv.end <= cursor || !s.blocks(iv) {
 			continue
@@ -254,7 +255,10 @@ func (s seeker) windows(tl *timelines, gi int, from, limit int64, out []window) 
 		}
 		to := iv.start - s.dur
 		if s.clear > s.dur {
-			to = min(to, s.nextWindow(busy, i)-s.clear)
+			if next < i {
+				next, nextAt = s.nextWindow(busy, i)
+			}
+			to = min(to, nextAt-s.clear)
 		}
 		if to >= cursor {
 			out = append(out, window{from: cursor, to: to, gapEnd: iv.start, gpu: gi})
@@ -267,15 +271,15 @@ func (s seeker) windows(tl *timelines, gi int, from, limit int64, out []window) 
 	return out
 }
 
-// nextWindow returns the start of the first reservation window at or after
-// busy[i] that blocks the seeker, or never.
-func (s seeker) nextWindow(busy []interval, i int) int64 {
-	for _, iv := range busy[i:] {
-		if iv.kind == ivReservation && s.blocks(iv) {
-			return iv.start
+// nextWindow returns the index and start of the first reservation window at
+// or after busy[i] that blocks the seeker, or (len(busy), never).
+func (s seeker) nextWindow(busy []interval, i int) (int, int64) {
+	for ; i < len(busy); i++ {
+		if iv := busy[i]; iv.kind == ivReservation && s.blocks(iv) {
+			return i, iv.start
 		}
 	}
-	return never
+	return len(busy), never
 }
 
 // fit is a candidate placement on one node.
