@@ -2,28 +2,25 @@ package core
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
+	"strconv"
 	"time"
 )
 
 // explain is the planner's last stage: it turns the two placement passes
 // into the Plan, with bands, drain orders and a reason per waiting job.
-func (p Planner) explain(now time.Time, s Snapshot, queue []Job, est func(Job) Estimate, med, pes passResult) Plan {
-	owners := map[int64]string{}
+func (p Planner) explain(now time.Time, s Snapshot, queue []*Job, est func(*Job) Estimate, med, pes passResult) Plan {
+	names := namer{owners: make(map[int64]string, len(s.Running)+len(s.Queued)), running: make(map[int64]bool, len(s.Running)),
+		resOwners: make(map[int64]string, len(s.Reservations))}
 	for _, j := range s.Running {
-		owners[j.ID] = j.Owner
+		names.owners[j.ID] = j.Owner
+		names.running[j.ID] = true
 	}
 	for _, j := range s.Queued {
-		owners[j.ID] = j.Owner
+		names.owners[j.ID] = j.Owner
 	}
-	resOwners := map[int64]string{}
 	for _, r := range s.Reservations {
-		resOwners[r.ID] = r.Owner
-	}
-	isRunning := map[int64]bool{}
-	for _, j := range s.Running {
-		isRunning[j.ID] = true
+		names.resOwners[r.ID] = r.Owner
 	}
 	at := func(t int64) time.Time { return time.Unix(t, 0).UTC() }
 	out := Plan{Now: now, Queued: make([]PlannedJob, 0, len(queue))}
@@ -46,19 +43,20 @@ func (p Planner) explain(now time.Time, s Snapshot, queue []Job, est func(Job) E
 			pj.EndP90 = laterTime(d.Deadline, pj.EndP50) // drained by then whatever its speed
 		}
 		pj.StartNow = m.start <= n
-		pj.Reason = reason(j, m, med.tl, owners, resOwners, n, isRunning)
+		pj.Reason = names.reason(j, m, med.tl, n)
 		out.Queued = append(out.Queued, pj)
 		if m.drain != nil {
 			out.Drains = append(out.Drains, *m.drain)
 		}
 	}
 	running := byID(s.Running)
-	for _, j := range running {
+	for i := range running {
+		j := &running[i]
 		m, q := med.running[j.ID], pes.running[j.ID]
 		pj := PlannedJob{Job: j.ID, GPUs: m.gpus, StartP50: j.StartedAt, StartP90: j.StartedAt,
 			EndP50: at(m.end), EndP90: at(max(q.end, m.end)), Drain: m.drain, Estimate: est(j), Reason: "running"}
 		if m.drain != nil {
-			pj.Reason = fmt.Sprintf("running; will be drained by %s for %s", fmtTime(m.drain.Deadline), ReservationName(m.drain.Reservation))
+			pj.Reason = "running; will be drained by " + fmtTime(m.drain.Deadline) + " for " + ReservationName(m.drain.Reservation)
 			out.Drains = append(out.Drains, *m.drain)
 		}
 		out.Running = append(out.Running, pj)
@@ -69,14 +67,22 @@ func (p Planner) explain(now time.Time, s Snapshot, queue []Job, est func(Job) E
 	return out
 }
 
+// namer finds the owners of the jobs and reservations reasons name.
+type namer struct {
+	owners    map[int64]string // job → owner
+	running   map[int64]bool
+	resOwners map[int64]string // reservation → owner
+}
+
 // reason says, in words a user understands, why a job is not running yet.
-func reason(j Job, m placement, tl *timelines, owners, resOwners map[int64]string, now int64, isRunning map[int64]bool) string {
+// It builds the words with concatenation: a plan explains every queued job.
+func (nm namer) reason(j *Job, m placement, tl *timelines, now int64) string {
 	var why string
 	switch {
 	case m.start <= now:
 		why = "starting now"
 	case j.Class == ClassReserved && m.blocker == nil:
-		why = fmt.Sprintf("waiting for its reservation %s to open at %s", ReservationName(j.Reservation), fmtTime(time.Unix(m.start, 0)))
+		why = "waiting for its reservation " + ReservationName(j.Reservation) + " to open at " + fmtTime(time.Unix(m.start, 0))
 	default:
 		why = "waiting for " + demandWords(j, len(m.gpus), tl, m.gpus)
 		if b := m.blocker; b != nil {
@@ -84,32 +90,35 @@ func reason(j Job, m placement, tl *timelines, owners, resOwners map[int64]strin
 			until := fmtTime(time.Unix(b.end, 0))
 			switch {
 			case b.kind == ivReservation:
-				why += fmt.Sprintf("; %s is reserved by %s (%s) until %s", node, resOwners[b.id], ReservationName(b.id), until)
-			case isRunning[b.id]:
-				why += fmt.Sprintf("; %s is busy with %s (%s) until about %s", node, JobName(b.id), owners[b.id], until)
+				why += "; " + node + " is reserved by " + nm.resOwners[b.id] + " (" + ReservationName(b.id) + ") until " + until
+			case nm.running[b.id]:
+				why += "; " + node + " is busy with " + JobName(b.id) + " (" + nm.owners[b.id] + ") until about " + until
 			default:
-				why += fmt.Sprintf("; %s (%s), ahead in the queue, is planned on %s until about %s", JobName(b.id), owners[b.id], node, until)
+				why += "; " + JobName(b.id) + " (" + nm.owners[b.id] + "), ahead in the queue, is planned on " + node + " until about " + until
 			}
 		}
 	}
 	if m.drain != nil {
-		why += fmt.Sprintf("; will be drained by %s for %s", fmtTime(m.drain.Deadline), ReservationName(m.drain.Reservation))
+		why += "; will be drained by " + fmtTime(m.drain.Deadline) + " for " + ReservationName(m.drain.Reservation)
 	}
 	return why
 }
 
 // demandWords describes what a job waits for: "4×a100 on one node".
-func demandWords(j Job, n int, tl *timelines, gpus []int64) string {
+func demandWords(j *Job, n int, tl *timelines, gpus []int64) string {
 	model := j.Model
 	if model == "" {
 		model = "GPU"
 	}
-	nodes := map[int]bool{}
+	var nodes []int
 	for _, id := range gpus {
-		nodes[tl.gpus[tl.byID[id]].node] = true
+		if ni := tl.gpus[tl.byID[id]].node; !slices.Contains(nodes, ni) {
+			nodes = append(nodes, ni)
+		}
 	}
+	count := strconv.Itoa(n) + "×" + model
 	if len(nodes) > 1 {
-		return fmt.Sprintf("%d×%s on %d whole nodes", n, model, len(nodes))
+		return count + " on " + strconv.Itoa(len(nodes)) + " whole nodes"
 	}
-	return fmt.Sprintf("%d×%s on one node", n, model)
+	return count + " on one node"
 }

@@ -18,40 +18,48 @@ import (
 //     factor and halved for every AgingHalfLife the job has waited, so that
 //     nothing starves.
 //  4. Ties by submission time, then ID.
-func (p Planner) order(now time.Time, s Snapshot, est func(Job) Estimate) []Job {
-	reservationStart := map[int64]time.Time{}
+func (p Planner) order(now time.Time, s Snapshot, est func(*Job) Estimate) []*Job {
+	reservationStart := make(map[int64]int64, len(s.Reservations))
 	for _, r := range s.Reservations {
-		reservationStart[r.ID] = r.Start
+		reservationStart[r.ID] = secs(r.Start)
 	}
 	factors := fairShare(s, p.Config.FairShareWeight)
+	// The keys are computed once and sorted with pointers to the jobs:
+	// jobs are large, and a queue can hold a hundred thousand.
 	type keyed struct {
-		job   Job
-		score float64
+		job       *Job
+		rank      int
+		resStart  int64
+		score     float64
+		submitted int64
 	}
 	ks := make([]keyed, len(s.Queued))
-	for i, j := range s.Queued {
-		score := 0.0
-		if j.Class != ClassReserved {
+	for i := range s.Queued {
+		j := &s.Queued[i]
+		k := keyed{job: j, rank: j.Class.rank(), submitted: j.SubmittedAt.UnixNano()}
+		if j.Class == ClassReserved {
+			k.resStart = reservationStart[j.Reservation]
+		} else {
 			gpuTime := est(j).P50.Seconds() * float64(max(j.GPUs, 1))
 			waited := max(now.Sub(j.SubmittedAt), 0)
 			aging := 1.0
 			if p.Config.AgingHalfLife > 0 {
 				aging = math.Exp2(-waited.Hours() / p.Config.AgingHalfLife.Hours())
 			}
-			score = gpuTime * factors[j.Project] * aging
+			k.score = gpuTime * factors[j.Project] * aging
 		}
-		ks[i] = keyed{job: j, score: score}
+		ks[i] = k
 	}
-	slices.SortStableFunc(ks, func(a, b keyed) int {
+	slices.SortFunc(ks, func(a, b keyed) int {
 		return cmp.Or(
-			cmp.Compare(a.job.Class.rank(), b.job.Class.rank()),
-			reservationStart[a.job.Reservation].Compare(reservationStart[b.job.Reservation]),
+			cmp.Compare(a.rank, b.rank),
+			cmp.Compare(a.resStart, b.resStart),
 			cmp.Compare(a.score, b.score),
-			a.job.SubmittedAt.Compare(b.job.SubmittedAt),
+			cmp.Compare(a.submitted, b.submitted),
 			cmp.Compare(a.job.ID, b.job.ID),
 		)
 	})
-	out := make([]Job, len(ks))
+	out := make([]*Job, len(ks))
 	for i, k := range ks {
 		out[i] = k.job
 	}

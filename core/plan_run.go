@@ -45,13 +45,13 @@ func (p Planner) WhatIf(now time.Time, s Snapshot, probe Job) PlannedJob {
 }
 
 // estimator returns a job's estimate: the snapshot's, or the default.
-func estimator(s Snapshot) func(Job) Estimate {
-	return func(j Job) Estimate {
+func estimator(s Snapshot) func(*Job) Estimate {
+	return func(j *Job) Estimate {
 		if e, ok := s.Estimates[j.ID]; ok && e.P50 > 0 {
 			e.P90 = max(e.P90, e.P50)
 			return e
 		}
-		return DefaultEstimator{}.Estimate(j, time.Time{})
+		return DefaultEstimator{}.Estimate(*j, time.Time{})
 	}
 }
 
@@ -80,7 +80,7 @@ func durSecs(d time.Duration) int64 { return max(int64((d+time.Second-1)/time.Se
 
 // place is the planner's second stage, run once with median durations and
 // once with P90 durations (pessimistic).
-func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []Job, est func(Job) Estimate, p90 bool) passResult {
+func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []*Job, est func(*Job) Estimate, p90 bool) passResult {
 	n := secs(now)
 	res := passResult{running: map[int64]placement{}, tl: tl}
 	windows := map[int64]Reservation{}
@@ -100,7 +100,8 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []Job, es
 	// 2. Running jobs hold their GPUs until their predicted end; preemptible
 	//    ones only until the first foreign window on their GPUs opens.
 	running := byID(s.Running)
-	for _, j := range running {
+	for i := range running {
+		j := &running[i]
 		e := est(j)
 		start := secs(j.StartedAt)
 		end := runningEnd(n, start, e, p90)
@@ -161,7 +162,7 @@ func runningEnd(now, start int64, e Estimate, p90 bool) int64 {
 }
 
 // placeJob finds the earliest placement for j and commits it to tl.
-func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps capacities, j Job, dur, clear, now, limit int64, buf *[]window) placement {
+func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps capacities, j *Job, dur, clear, now, limit int64, buf *[]window) placement {
 	model := caps.model(j.Model)
 	sk := seeker{model: model, preemptible: j.Preemptible || j.Class == ClassLow, dur: dur, clear: clear}
 	from := now
@@ -188,9 +189,14 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps cap
 	}
 	var best fit
 	var found bool
-	if j.GPUs <= largest {
+	switch {
+	case j.GPUs <= largest && only == nil:
+		best, found = p.fitOneNodeIndexed(tl, sk, usable, counts, j.GPUs, from, limit, buf)
+	case j.GPUs <= largest:
 		best, found = p.fitOneNode(tl, sk, usable, counts, j.GPUs, from, limit, buf)
-	} else {
+	case only == nil:
+		best, found = p.fitGangIndexed(tl, sk, usable, counts, j.GPUs, from, limit, buf)
+	default:
 		best, found = p.fitGang(tl, sk, usable, counts, j.GPUs, from, limit, buf)
 	}
 	if !found {
@@ -202,13 +208,15 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps cap
 		pl.end, pl.drain = p.drainBefore(tl, best.gpus, j, pl.start, pl.end, now)
 	}
 	pl.blocker, pl.blockerGPU = blockerOf(tl, sk, best.gpus, best.start, now)
-	touched := map[int]bool{}
+	var touched []int
 	for _, gi := range best.gpus {
 		tl.add(gi, interval{start: pl.start, end: pl.end, kind: ivJob, id: j.ID, preemptible: sk.preemptible})
 		pl.gpus = append(pl.gpus, tl.gpus[gi].id)
-		touched[tl.gpus[gi].node] = true
+		if ni := tl.gpus[gi].node; !slices.Contains(touched, ni) {
+			touched = append(touched, ni)
+		}
 	}
-	for ni := range touched {
+	for _, ni := range touched {
 		tl.refresh(ni)
 	}
 	return pl
@@ -263,6 +271,176 @@ func (p Planner) fitOneNode(tl *timelines, sk seeker, usable func(*gpuLine) bool
 		}
 	}
 	return best, found
+}
+
+// fitOneNodeIndexed is fitOneNode for a job that may use any usable GPU:
+// the node index visits only the nodes whose lower bound is no later than
+// the best start found so far, earliest first.
+func (p Planner) fitOneNodeIndexed(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
+	const maxTieChecks = 16
+	s := seekerOnly{seeker: sk, usable: usable}
+	var best fit
+	found, ties := false, 0
+	tl.tree(treeKey{sem: sk.semantics(), model: sk.model, k: k}).search(sk.dur, limit, func(ni int, lb int64) int64 {
+		bound := limit
+		if found {
+			bound = best.start
+			if lb == best.start {
+				ties++
+			}
+		}
+		if counts[ni] >= k {
+			if f, ok := s.earliestOn(tl, ni, k, max(from, lb), bound, buf); ok && (!found || f.better(best)) {
+				best, found = f, true
+			}
+		}
+		switch {
+		case !found:
+			return limit
+		case ties >= maxTieChecks:
+			return best.start - 1 // only strictly earlier starts from here on
+		}
+		return best.start
+	})
+	return best, found
+}
+
+// fitGangIndexed is fitGang for a job that may use any usable GPU. The
+// node index lists nodes by the earliest instant they could be wholly free
+// for the job; the first ones that hold enough GPUs give an upper bound on
+// its start, and only the nodes whose bound is no later take part in the
+// sweep.
+func (p Planner) fitGangIndexed(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
+	s := seekerOnly{seeker: sk, usable: usable}
+	t := tl.tree(treeKey{sem: sk.semantics(), model: sk.model, k: wholeNodes(counts)})
+	var sw gangSweep
+	got := 0
+	t.ascending(sk.dur, func(ni int, lb int64) bool {
+		if lb > limit {
+			return false
+		}
+		if counts[ni] > 0 {
+			sw.add(s.nodeWindows(tl, ni, counts[ni], max(from, lb), limit, buf), ni, counts[ni])
+			got += counts[ni]
+		}
+		return got < k
+	})
+	bound, ok := sw.earliest(k, limit)
+	if !ok {
+		return fit{}, false
+	}
+	// Every node that could be wholly free by then takes part.
+	seen := sw.nodes()
+	t.search(sk.dur, bound, func(ni int, lb int64) int64 {
+		if counts[ni] > 0 && !seen[ni] {
+			sw.add(s.nodeWindows(tl, ni, counts[ni], max(from, lb), bound, buf), ni, counts[ni])
+		}
+		return bound
+	})
+	at, _ := sw.earliest(k, bound)
+	return s.gangOn(tl, counts, k, at, sw.freeAt(at), buf)
+}
+
+// gangSweep finds the earliest instant at which enough nodes are wholly
+// free together, from each node's windows of feasible starts.
+type gangSweep struct {
+	windows []nodeWindow
+}
+
+type nodeWindow struct {
+	window
+	node, gpus int
+}
+
+func (g *gangSweep) add(ws []window, ni, gpus int) {
+	for _, w := range ws {
+		g.windows = append(g.windows, nodeWindow{window: w, node: ni, gpus: gpus})
+	}
+}
+
+func (g *gangSweep) nodes() map[int]bool {
+	seen := map[int]bool{}
+	for _, w := range g.windows {
+		seen[w.node] = true
+	}
+	return seen
+}
+
+// earliest returns the first instant no later than limit at which the
+// windows hold k GPUs.
+func (g *gangSweep) earliest(k int, limit int64) (int64, bool) {
+	type event struct {
+		at    int64
+		delta int
+	}
+	events := make([]event, 0, 2*len(g.windows))
+	for _, w := range g.windows {
+		events = append(events, event{w.from, w.gpus})
+		if w.to < never {
+			events = append(events, event{w.to + 1, -w.gpus})
+		}
+	}
+	slices.SortFunc(events, func(a, b event) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	free := 0
+	for _, e := range events {
+		if e.at > limit {
+			break
+		}
+		if free += e.delta; e.delta > 0 && free >= k {
+			return e.at, true
+		}
+	}
+	return 0, false
+}
+
+// freeAt returns the nodes wholly free at t, in node order.
+func (g *gangSweep) freeAt(t int64) []int {
+	var out []int
+	for _, w := range g.windows {
+		if w.from <= t && t <= w.to && !slices.Contains(out, w.node) {
+			out = append(out, w.node)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// gangOn takes whole nodes among free, in order, until they hold k GPUs:
+// all GPUs of each but the last, and the best-fitting ones of the last.
+func (s seekerOnly) gangOn(tl *timelines, counts []int, k int, t int64, free []int, buf *[]window) (fit, bool) {
+	var whole []int
+	for _, ni := range free {
+		f, ok := s.earliestOn(tl, ni, counts[ni], t, t, buf)
+		if !ok {
+			continue
+		}
+		whole = append(whole, f.gpus...)
+		if len(whole) >= k {
+			slices.SortFunc(whole, func(a, b int) int {
+				ga, gb := &tl.gpus[a], &tl.gpus[b]
+				return cmp.Or(cmp.Compare(ga.node, gb.node), cmp.Compare(ga.index, gb.index))
+			})
+			return fit{start: t, gpus: whole[:k]}, true
+		}
+	}
+	return fit{}, false
+}
+
+// wholeNodes is the node tree's k for a gang: the nodes' common number of
+// usable GPUs when they share one (the one-node tree for that k serves),
+// else 0 (each node's own).
+func wholeNodes(counts []int) int {
+	c := 0
+	for _, n := range counts {
+		switch {
+		case n == 0:
+		case c == 0:
+			c = n
+		case n != c:
+			return 0
+		}
+	}
+	return c
 }
 
 // fitGang places a job larger than any node on whole nodes that start
@@ -397,7 +575,7 @@ func (s seekerOnly) earliestOn(tl *timelines, ni, k int, from, limit int64, buf 
 // reservation window on its GPUs that opens after it starts, and returns
 // the drain order: its deadline is that window's start, or the job's own
 // start when it begins inside a window (drainable at once).
-func (p Planner) drainBefore(tl *timelines, gis []int, j Job, start, end, now int64) (int64, *DrainOrder) {
+func (p Planner) drainBefore(tl *timelines, gis []int, j *Job, start, end, now int64) (int64, *DrainOrder) {
 	var deadline, cut int64 = never, end
 	var res int64
 	for _, gi := range gis {

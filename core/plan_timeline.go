@@ -34,6 +34,7 @@ type gpuLine struct {
 	model Model
 	node  int // index into timelines.nodes
 	busy  []interval
+	ver   uint32 // changes whenever busy does (nodeIndex's staircases follow it)
 
 	// Summaries for pruning, kept by refresh: considering jobs only, the
 	// first free instant, the end of the last job and the longest free gap
@@ -45,6 +46,7 @@ type gpuLine struct {
 type nodeLine struct {
 	name string
 	gpus []int
+	ver  uint32 // changes whenever the node's GPUs do (nodeIndex's trees follow it)
 	// firstFree holds, sorted, the first instant each up GPU is not held
 	// by a job: a lower bound on any job's start there (reservations may
 	// only make it later).
@@ -69,6 +71,9 @@ type timelines struct {
 	gpus  []gpuLine
 	nodes []nodeLine
 	byID  map[int64]int // GPU ID → index in gpus
+
+	changes []int // the nodes refreshed, in order: the node trees' change log
+	index   nodeIndex
 }
 
 func newTimelines(now int64, nodes []Node) *timelines {
@@ -88,7 +93,7 @@ func newTimelines(now int64, nodes []Node) *timelines {
 			}
 			tl.byID[g.ID] = len(tl.gpus)
 			nl.gpus = append(nl.gpus, len(tl.gpus))
-			tl.gpus = append(tl.gpus, gpuLine{id: g.ID, index: g.Index, up: g.State == GPUUp, model: m, node: ni})
+			tl.gpus = append(tl.gpus, gpuLine{id: g.ID, index: g.Index, up: g.State == GPUUp, model: m, node: ni, ver: 1})
 		}
 		tl.nodes = append(tl.nodes, nl)
 	}
@@ -122,11 +127,14 @@ func (tl *timelines) add(gi int, iv interval) {
 		return 0
 	})
 	tl.gpus[gi].busy = slices.Insert(busy, i, iv)
+	tl.gpus[gi].ver++
 }
 
 // refresh recomputes a node's bounds after its GPUs changed.
 func (tl *timelines) refresh(ni int) {
 	n := &tl.nodes[ni]
+	n.ver++
+	tl.changes = append(tl.changes, ni)
 	n.firstFree = n.firstFree[:0]
 	n.jobTails, n.allTails = n.jobTails[:0], n.allTails[:0]
 	n.tail, n.maxGap, n.uniform = tl.now, 0, len(n.gpus) > 0
@@ -227,6 +235,14 @@ func (s seeker) blocks(iv interval) bool {
 		return true
 	}
 	return !s.preemptible && iv.id != s.reservation
+}
+
+// semantics says which commitments the node index counts as blocking.
+func (s seeker) semantics() semantics {
+	if s.preemptible {
+		return semJobs
+	}
+	return semAll
 }
 
 func (s seeker) usable(g *gpuLine) bool {

@@ -1,0 +1,381 @@
+package core
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// The planner's node index answers, for a job of k GPUs and duration d,
+// "which nodes could start it earliest" without looking at every node.
+//
+// Each GPU's free time, as one kind of job sees it, is a list of gaps. Only
+// the gaps longer than every earlier one matter for "the earliest gap of at
+// least d": they form a staircase, starts and lengths both rising, that ends
+// with the open gap after the GPU's last commitment. A node's staircase for
+// k GPUs gives, for every d, the k-th earliest of its GPUs' answers: a lower
+// bound on when k of its GPUs can start a job of length d (exact for one
+// GPU, unless a reservation's clearance pushes the start later). A segment
+// tree over the nodes keeps in each inner vertex the pointwise minimum of
+// its children's staircases, so a search descends only into ranges that
+// hold a node whose bound beats the best start found so far.
+//
+// Trees are built on first use for each (kind of job, model, k) a pass
+// meets, and catch up with the nodes that changed since they were last
+// used from the timelines' change log.
+
+// step is one stair: a start at which the next len seconds are free.
+type step struct{ len, start int64 }
+
+// staircase is a list of steps with lengths and starts both strictly
+// rising. at(d) is the earliest start with at least d free seconds.
+type staircase []step
+
+func (s staircase) at(d int64) int64 {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m].len < d {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(s) {
+		return never
+	}
+	return s[lo].start
+}
+
+// semantics says which commitments block a job: all of them for a job
+// that must not run into a reservation, only jobs for a preemptible one.
+type semantics uint8
+
+const (
+	semAll semantics = iota
+	semJobs
+)
+
+// gpuStairs appends the staircase of a GPU's free time from now on.
+func gpuStairs(busy []interval, now int64, sem semantics, out staircase) staircase {
+	out = out[:0]
+	cursor, longest := now, int64(0)
+	for _, iv := range busy {
+		if iv.end <= cursor || (sem == semJobs && iv.kind != ivJob) {
+			continue
+		}
+		if l := iv.start - cursor; l > longest {
+			out = append(out, step{len: l, start: cursor})
+			longest = l
+		}
+		cursor = max(cursor, iv.end)
+	}
+	return append(out, step{len: never, start: cursor})
+}
+
+// kthStairs appends the staircase of the k-th earliest answer among the
+// given staircases (k=1 with two inputs merges two tree vertices). Fewer
+// than k inputs give an empty staircase: never.
+func kthStairs(in []staircase, k int, out staircase, pos []int) (staircase, []int) {
+	out = out[:0]
+	if k < 1 || len(in) < k {
+		return out, pos
+	}
+	pos = append(pos[:0], make([]int, len(in))...)
+	var vals [maxGPUsPerNode]int64
+	for {
+		// The next length at which some input's answer changes.
+		l := int64(-1)
+		for i, s := range in {
+			if p := pos[i]; p < len(s) && (l < 0 || s[p].len < l) {
+				l = s[p].len
+			}
+		}
+		if l < 0 {
+			return out, pos
+		}
+		// For lengths up to l every input answers with its step at pos.
+		n := 0
+		for i, s := range in {
+			v := int64(never)
+			if p := pos[i]; p < len(s) {
+				v = s[p].start
+			}
+			// Insertion keeps vals[:n] sorted; only the k smallest matter.
+			j := min(n, k-1)
+			if n >= k && v >= vals[k-1] {
+				continue
+			}
+			for j > 0 && vals[j-1] > v {
+				vals[j] = vals[j-1]
+				j--
+			}
+			vals[j] = v
+			n = min(n+1, k)
+		}
+		v := vals[k-1]
+		if v == never {
+			return out, pos
+		}
+		if m := len(out); m > 0 && out[m-1].start == v {
+			out[m-1].len = l // the same start serves longer jobs too
+		} else {
+			out = append(out, step{len: l, start: v})
+		}
+		for i, s := range in {
+			if p := pos[i]; p < len(s) && s[p].len == l {
+				pos[i]++
+			}
+		}
+	}
+}
+
+// treeKey names one node tree: the kind of job, the model it asks for
+// and how many GPUs of a node it needs (0: all usable ones, for gangs).
+type treeKey struct {
+	sem   semantics
+	model Model
+	k     int
+}
+
+// nodeIndex holds one placement pass's trees and the GPUs' staircases.
+type nodeIndex struct {
+	trees  map[treeKey]*stairTree
+	stairs [2][]staircase // per semantics, per GPU
+	ver    [2][]uint32    // the GPU version each staircase reflects
+	pos    []int
+	in     []staircase
+	spare  staircase // scratch for a vertex's next value
+}
+
+// stairTree is a segment tree over nodes; vertex 1 is the root and leaf i
+// is vertex size+i.
+type stairTree struct {
+	key     treeKey
+	size    int
+	v       []staircase
+	usable  []uint64 // per node: which of its GPUs the model may use
+	leafVer []uint32 // the node version each leaf reflects
+	seen    int      // how much of the change log the tree has read
+}
+
+// gpuStairsOf returns GPU gi's staircase, recomputing it if it changed.
+func (tl *timelines) gpuStairsOf(gi int, sem semantics) staircase {
+	ix := &tl.index
+	if ix.ver[sem] == nil {
+		ix.stairs[sem] = make([]staircase, len(tl.gpus))
+		ix.ver[sem] = make([]uint32, len(tl.gpus))
+	}
+	if g := &tl.gpus[gi]; ix.ver[sem][gi] != g.ver {
+		ix.stairs[sem][gi] = gpuStairs(g.busy, tl.now, sem, ix.stairs[sem][gi])
+		ix.ver[sem][gi] = g.ver
+	}
+	return ix.stairs[sem][gi]
+}
+
+// tree returns the tree for key, built or brought up to date.
+func (tl *timelines) tree(key treeKey) *stairTree {
+	ix := &tl.index
+	if ix.trees == nil {
+		ix.trees = map[treeKey]*stairTree{}
+	}
+	t, ok := ix.trees[key]
+	if !ok {
+		t = tl.buildTree(key)
+		ix.trees[key] = t
+		return t
+	}
+	for ; t.seen < len(tl.changes); t.seen++ {
+		ni := tl.changes[t.seen]
+		if t.leafVer[ni] == tl.nodes[ni].ver {
+			continue
+		}
+		// Go up only while vertices change: most placements move no
+		// minimum far up the tree.
+		if !tl.leaf(t, ni) {
+			continue
+		}
+		for v := (t.size + ni) / 2; v >= 1 && tl.merge(t, v); v /= 2 {
+		}
+	}
+	return t
+}
+
+func (tl *timelines) buildTree(key treeKey) *stairTree {
+	size := 1
+	for size < len(tl.nodes) {
+		size *= 2
+	}
+	t := &stairTree{key: key, size: size, v: make([]staircase, 2*size),
+		usable: make([]uint64, len(tl.nodes)), leafVer: make([]uint32, len(tl.nodes)), seen: len(tl.changes)}
+	for ni, n := range tl.nodes {
+		for i, gi := range n.gpus {
+			if g := &tl.gpus[gi]; g.up && key.model.Matches(g.model) {
+				t.usable[ni] |= 1 << i
+			}
+		}
+		tl.leaf(t, ni)
+	}
+	for v := size - 1; v >= 1; v-- {
+		tl.merge(t, v)
+	}
+	return t
+}
+
+// leaf recomputes node ni's staircase in t and says whether it changed.
+func (tl *timelines) leaf(t *stairTree, ni int) bool {
+	ix := &tl.index
+	ix.in = ix.in[:0]
+	for i, gi := range tl.nodes[ni].gpus {
+		if t.usable[ni]&(1<<i) != 0 {
+			ix.in = append(ix.in, tl.gpuStairsOf(gi, t.key.sem))
+		}
+	}
+	k := t.key.k
+	if k == 0 {
+		k = bits.OnesCount64(t.usable[ni])
+	}
+	t.leafVer[ni] = tl.nodes[ni].ver
+	var next staircase
+	next, ix.pos = kthStairs(ix.in, k, ix.spare, ix.pos)
+	return ix.set(t, t.size+ni, next)
+}
+
+// merge recomputes inner vertex v from its children and says whether it
+// changed.
+func (tl *timelines) merge(t *stairTree, v int) bool {
+	return tl.index.set(t, v, minStairs(t.v[2*v], t.v[2*v+1], tl.index.spare))
+}
+
+// set stores next as vertex v unless it equals the vertex's value, keeping
+// the old value's memory as the next scratch.
+func (ix *nodeIndex) set(t *stairTree, v int, next staircase) bool {
+	if slices.Equal(next, t.v[v]) {
+		ix.spare = next
+		return false
+	}
+	t.v[v], ix.spare = next, t.v[v]
+	return true
+}
+
+// minStairs appends the pointwise minimum of two staircases to out[:0].
+func minStairs(a, b, out staircase) staircase {
+	out = out[:0]
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		l, v := int64(never), int64(never)
+		if i < len(a) {
+			l, v = a[i].len, a[i].start
+		}
+		if j < len(b) {
+			l, v = min(l, b[j].len), min(v, b[j].start)
+		}
+		if m := len(out); m > 0 && out[m-1].start == v {
+			out[m-1].len = l
+		} else {
+			out = append(out, step{len: l, start: v})
+		}
+		if i < len(a) && a[i].len == l {
+			i++
+		}
+		if j < len(b) && b[j].len == l {
+			j++
+		}
+	}
+	return out
+}
+
+// search visits, earliest bound first along each path, every node whose
+// lower bound for duration d is at most the bound; visit returns the bound
+// from then on (it tightens as better placements are found).
+func (t *stairTree) search(d, bound int64, visit func(ni int, lb int64) int64) {
+	var stack [64]int
+	stack[0] = 1
+	n := 1
+	for n > 0 {
+		n--
+		v := stack[n]
+		lb := t.v[v].at(d)
+		if lb > bound {
+			continue
+		}
+		if v >= t.size {
+			bound = visit(v-t.size, lb)
+			continue
+		}
+		// Push the later child first so that the earlier is searched first.
+		l, r := 2*v, 2*v+1
+		if t.v[l].at(d) <= t.v[r].at(d) {
+			stack[n], stack[n+1] = r, l
+		} else {
+			stack[n], stack[n+1] = l, r
+		}
+		n += 2
+	}
+}
+
+// ascending visits nodes in the order of their lower bounds for duration
+// d, earliest first (ties by node), until yield returns false.
+func (t *stairTree) ascending(d int64, yield func(ni int, lb int64) bool) {
+	h := vertexHeap{{lb: t.v[1].at(d), v: 1}}
+	for len(h) > 0 {
+		top := h.pop()
+		if top.lb == never {
+			return
+		}
+		if top.v >= t.size {
+			if !yield(top.v-t.size, top.lb) {
+				return
+			}
+			continue
+		}
+		h.push(vertexAt{lb: t.v[2*top.v].at(d), v: 2 * top.v})
+		h.push(vertexAt{lb: t.v[2*top.v+1].at(d), v: 2*top.v + 1})
+	}
+}
+
+type vertexAt struct {
+	lb int64
+	v  int
+}
+
+// vertexHeap is a binary min-heap by (lb, v).
+type vertexHeap []vertexAt
+
+func (a vertexAt) less(b vertexAt) bool { return a.lb < b.lb || (a.lb == b.lb && a.v < b.v) }
+
+func (h *vertexHeap) push(x vertexAt) {
+	*h = append(*h, x)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a[i].less(a[p]) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *vertexHeap) pop() vertexAt {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && a[l].less(a[m]) {
+			m = l
+		}
+		if r < n && a[r].less(a[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}

@@ -1,0 +1,86 @@
+package core
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestKthStairs checks node staircases against the answer computed
+// directly: the k-th earliest of the inputs' answers, for every length.
+func TestKthStairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		var in []staircase
+		for range 1 + rng.IntN(8) {
+			var busy []interval
+			at := int64(rng.IntN(50))
+			for range rng.IntN(6) {
+				start := at + int64(rng.IntN(40))
+				end := start + 1 + int64(rng.IntN(30))
+				busy = append(busy, interval{start: start, end: end, kind: ivKind(rng.IntN(2))})
+				at = end
+			}
+			in = append(in, gpuStairs(busy, 10, semantics(rng.IntN(2)), nil))
+		}
+		k := 1 + rng.IntN(len(in)+1)
+		got, _ := kthStairs(in, k, nil, nil)
+		for d := int64(1); d < 120; d++ {
+			var answers []int64
+			for _, s := range in {
+				answers = append(answers, s.at(d))
+			}
+			slices.Sort(answers)
+			want := int64(never)
+			if k <= len(answers) {
+				want = answers[k-1]
+			}
+			if g := got.at(d); g != want {
+				t.Fatalf("k=%d d=%d: staircase says %d, the inputs %d (%v from %v)", k, d, g, want, got, in)
+			}
+		}
+	}
+}
+
+// TestIndexedSearchAgrees checks that the node index finds the same
+// earliest start as scanning every node, on timelines filled by planning
+// random snapshots.
+func TestIndexedSearchAgrees(t *testing.T) {
+	p := Planner{Config: DefaultPlanConfig}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		s := randomSnapshot(rng)
+		n := secs(planNow)
+		est := estimator(s)
+		queue := p.order(planNow, s, est)
+		tl := newTimelines(n, s.Nodes).fresh()
+		p.place(planNow, s, tl, queue, est, false)
+		caps := capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
+		var buf []window
+		for range 20 {
+			model := caps.model([]string{"", "a100", "h100"}[rng.IntN(3)])
+			sk := seeker{model: model, preemptible: rng.IntN(3) == 0, dur: 60 * int64(1+rng.IntN(900))}
+			sk.clear = sk.dur
+			if !sk.preemptible && rng.IntN(2) == 0 {
+				sk.clear = 2 * sk.dur
+			}
+			c := caps.of(tl, model, 0, sk.usable)
+			if c.largest == 0 {
+				continue
+			}
+			k := 1 + rng.IntN(c.largest)
+			limit := n + 400*24*3600
+			scan, indexed := p.fitOneNode, p.fitOneNodeIndexed
+			if c.total > c.largest && rng.IntN(3) == 0 { // a gang
+				k = c.largest + 1 + rng.IntN(c.total-c.largest)
+				scan, indexed = p.fitGang, p.fitGangIndexed
+			}
+			want, wok := scan(tl, sk, sk.usable, c.counts, k, n, limit, &buf)
+			got, gok := indexed(tl, sk, sk.usable, c.counts, k, n, limit, &buf)
+			if wok != gok || want.start != got.start {
+				t.Fatalf("seed %d, %d GPUs for %ds (preemptible %v): scan %v at %d, index %v at %d",
+					seed, k, sk.dur, sk.preemptible, wok, want.start-n, gok, got.start-n)
+			}
+		}
+	}
+}
