@@ -72,63 +72,6 @@ func gpuStairs(busy []interval, now int64, sem semantics, out staircase) stairca
 	return append(out, step{len: never, start: cursor})
 }
 
-// kthStairs appends the staircase of the k-th earliest answer among the
-// given staircases (k=1 with two inputs merges two tree vertices). Fewer
-// than k inputs give an empty staircase: never.
-func kthStairs(in []staircase, k int, out staircase, pos []int) (staircase, []int) {
-	out = out[:0]
-	if k < 1 || len(in) < k {
-		return out, pos
-	}
-	pos = append(pos[:0], make([]int, len(in))...)
-	var vals [maxGPUsPerNode]int64
-	for {
-		// The next length at which some input's answer changes.
-		l := int64(-1)
-		for i, s := range in {
-			if p := pos[i]; p < len(s) && (l < 0 || s[p].len < l) {
-				l = s[p].len
-			}
-		}
-		if l < 0 {
-			return out, pos
-		}
-		// For lengths up to l every input answers with its step at pos.
-		n := 0
-		for i, s := range in {
-			v := int64(never)
-			if p := pos[i]; p < len(s) {
-				v = s[p].start
-			}
-			// Insertion keeps vals[:n] sorted; only the k smallest matter.
-			j := min(n, k-1)
-			if n >= k && v >= vals[k-1] {
-				continue
-			}
-			for j > 0 && vals[j-1] > v {
-				vals[j] = vals[j-1]
-				j--
-			}
-			vals[j] = v
-			n = min(n+1, k)
-		}
-		v := vals[k-1]
-		if v == never {
-			return out, pos
-		}
-		if m := len(out); m > 0 && out[m-1].start == v {
-			out[m-1].len = l // the same start serves longer jobs too
-		} else {
-			out = append(out, step{len: l, start: v})
-		}
-		for i, s := range in {
-			if p := pos[i]; p < len(s) && s[p].len == l {
-				pos[i]++
-			}
-		}
-	}
-}
-
 // treeKey names one node tree: the kind of job, the model it asks for
 // and how many GPUs of a node it needs (0: all usable ones, for gangs).
 type treeKey struct {
@@ -139,12 +82,113 @@ type treeKey struct {
 
 // nodeIndex holds one placement pass's trees and the GPUs' staircases.
 type nodeIndex struct {
-	trees  map[treeKey]*stairTree
-	stairs [2][]staircase // per semantics, per GPU
-	ver    [2][]uint32    // the GPU version each staircase reflects
-	pos    []int
-	in     []staircase
-	spare  staircase // scratch for a vertex's next value
+	trees   map[treeKey]*stairTree
+	bundles map[bundleKey]*bundle
+	stairs  [2][]staircase // per semantics, per GPU
+	ver     [2][]uint32    // the GPU version each staircase reflects
+	pos     []int
+	in      []staircase
+	spare   staircase // scratch for a vertex's next value
+}
+
+// bundleKey names the node staircases of one kind of job and one model,
+// for every k at once: one sweep over a node's GPUs serves all its trees.
+type bundleKey struct {
+	sem   semantics
+	model Model
+}
+
+type bundle struct {
+	usable []uint64      // per node: which of its GPUs the model may use
+	ver    []uint32      // the node version each node's staircases reflect
+	stairs [][]staircase // per node, per k-1
+}
+
+// nodeStairs returns node ni's staircases for every k (index k-1).
+func (tl *timelines) nodeStairs(key bundleKey, ni int) ([]staircase, uint64) {
+	ix := &tl.index
+	if ix.bundles == nil {
+		ix.bundles = map[bundleKey]*bundle{}
+	}
+	b, ok := ix.bundles[key]
+	if !ok {
+		b = &bundle{usable: make([]uint64, len(tl.nodes)), ver: make([]uint32, len(tl.nodes)), stairs: make([][]staircase, len(tl.nodes))}
+		for ni, n := range tl.nodes {
+			for i, gi := range n.gpus {
+				if g := &tl.gpus[gi]; g.up && key.model.Matches(g.model) {
+					b.usable[ni] |= 1 << i
+				}
+			}
+			b.ver[ni] = tl.nodes[ni].ver - 1 // not computed yet
+		}
+		ix.bundles[key] = b
+	}
+	if b.ver[ni] != tl.nodes[ni].ver {
+		ix.in = ix.in[:0]
+		for i, gi := range tl.nodes[ni].gpus {
+			if b.usable[ni]&(1<<i) != 0 {
+				ix.in = append(ix.in, tl.gpuStairsOf(gi, key.sem))
+			}
+		}
+		b.stairs[ni], ix.pos = allKthStairs(ix.in, b.stairs[ni], ix.pos)
+		b.ver[ni] = tl.nodes[ni].ver
+	}
+	return b.stairs[ni], b.usable[ni]
+}
+
+// allKthStairs computes, in one sweep over the inputs' steps, the
+// staircase of the k-th earliest answer among them for every k from 1 to
+// len(in): out[k-1] is the staircase for k.
+func allKthStairs(in []staircase, out []staircase, pos []int) ([]staircase, []int) {
+	m := len(in)
+	for len(out) < m {
+		out = append(out, nil)
+	}
+	out = out[:m]
+	for i := range out {
+		out[i] = out[i][:0]
+	}
+	pos = append(pos[:0], make([]int, m)...)
+	var vals [maxGPUsPerNode]int64
+	for {
+		l := int64(-1)
+		for i, s := range in {
+			if p := pos[i]; p < len(s) && (l < 0 || s[p].len < l) {
+				l = s[p].len
+			}
+		}
+		if l < 0 {
+			return out, pos
+		}
+		for i, s := range in {
+			v := int64(never)
+			if p := pos[i]; p < len(s) {
+				v = s[p].start
+			}
+			j := i
+			for j > 0 && vals[j-1] > v {
+				vals[j] = vals[j-1]
+				j--
+			}
+			vals[j] = v
+		}
+		for k := range m {
+			v := vals[k]
+			if v == never {
+				continue
+			}
+			if n := len(out[k]); n > 0 && out[k][n-1].start == v {
+				out[k][n-1].len = l
+			} else {
+				out[k] = append(out[k], step{len: l, start: v})
+			}
+		}
+		for i, s := range in {
+			if p := pos[i]; p < len(s) && s[p].len == l {
+				pos[i]++
+			}
+		}
+	}
 }
 
 // stairTree is a segment tree over nodes; vertex 1 is the root and leaf i
@@ -153,7 +197,6 @@ type stairTree struct {
 	key     treeKey
 	size    int
 	v       []staircase
-	usable  []uint64 // per node: which of its GPUs the model may use
 	leafVer []uint32 // the node version each leaf reflects
 	seen    int      // how much of the change log the tree has read
 }
@@ -206,13 +249,8 @@ func (tl *timelines) buildTree(key treeKey) *stairTree {
 		size *= 2
 	}
 	t := &stairTree{key: key, size: size, v: make([]staircase, 2*size),
-		usable: make([]uint64, len(tl.nodes)), leafVer: make([]uint32, len(tl.nodes)), seen: len(tl.changes)}
-	for ni, n := range tl.nodes {
-		for i, gi := range n.gpus {
-			if g := &tl.gpus[gi]; g.up && key.model.Matches(g.model) {
-				t.usable[ni] |= 1 << i
-			}
-		}
+		leafVer: make([]uint32, len(tl.nodes)), seen: len(tl.changes)}
+	for ni := range tl.nodes {
 		tl.leaf(t, ni)
 	}
 	for v := size - 1; v >= 1; v-- {
@@ -224,19 +262,16 @@ func (tl *timelines) buildTree(key treeKey) *stairTree {
 // leaf recomputes node ni's staircase in t and says whether it changed.
 func (tl *timelines) leaf(t *stairTree, ni int) bool {
 	ix := &tl.index
-	ix.in = ix.in[:0]
-	for i, gi := range tl.nodes[ni].gpus {
-		if t.usable[ni]&(1<<i) != 0 {
-			ix.in = append(ix.in, tl.gpuStairsOf(gi, t.key.sem))
-		}
-	}
+	stairs, usable := tl.nodeStairs(bundleKey{sem: t.key.sem, model: t.key.model}, ni)
 	k := t.key.k
 	if k == 0 {
-		k = bits.OnesCount64(t.usable[ni])
+		k = bits.OnesCount64(usable)
 	}
 	t.leafVer[ni] = tl.nodes[ni].ver
-	var next staircase
-	next, ix.pos = kthStairs(ix.in, k, ix.spare, ix.pos)
+	next := ix.spare[:0]
+	if k >= 1 && k <= len(stairs) {
+		next = append(next, stairs[k-1]...)
+	}
 	return ix.set(t, t.size+ni, next)
 }
 

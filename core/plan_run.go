@@ -313,31 +313,32 @@ func (p Planner) fitOneNodeIndexed(tl *timelines, sk seeker, usable func(*gpuLin
 func (p Planner) fitGangIndexed(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
 	s := seekerOnly{seeker: sk, usable: usable}
 	t := tl.tree(treeKey{sem: sk.semantics(), model: sk.model, k: wholeNodes(counts)})
-	var sw gangSweep
-	got := 0
+	sw := &tl.sweep
+	sw.windows = sw.windows[:0]
+	// Nodes join in the order of their bounds. Once the nodes so far are
+	// free together at an instant no later than the next node's bound, no
+	// later node can make it earlier. The sweep runs when the number of
+	// nodes doubles, so that the nodes taken are at most twice the needed.
+	got, added, check := 0, 0, 1
+	at, found := int64(0), false
 	t.ascending(sk.dur, func(ni int, lb int64) bool {
-		if lb > limit {
+		if lb > limit || (found && at <= lb) {
 			return false
 		}
-		if counts[ni] > 0 {
-			sw.add(s.nodeWindows(tl, ni, counts[ni], max(from, lb), limit, buf), ni, counts[ni])
-			got += counts[ni]
+		if counts[ni] == 0 {
+			return true
 		}
-		return got < k
+		sw.add(s.nodeWindows(tl, ni, counts[ni], max(from, lb), limit, buf), ni, counts[ni])
+		got += counts[ni]
+		if added++; got >= k && added >= check {
+			check *= 2
+			at, found = sw.earliest(k, limit)
+		}
+		return true
 	})
-	bound, ok := sw.earliest(k, limit)
-	if !ok {
+	if at, found = sw.earliest(k, limit); !found {
 		return fit{}, false
 	}
-	// Every node that could be wholly free by then takes part.
-	seen := sw.nodes()
-	t.search(sk.dur, bound, func(ni int, lb int64) int64 {
-		if counts[ni] > 0 && !seen[ni] {
-			sw.add(s.nodeWindows(tl, ni, counts[ni], max(from, lb), bound, buf), ni, counts[ni])
-		}
-		return bound
-	})
-	at, _ := sw.earliest(k, bound)
 	return s.gangOn(tl, counts, k, at, sw.freeAt(at), buf)
 }
 
@@ -345,6 +346,12 @@ func (p Planner) fitGangIndexed(tl *timelines, sk seeker, usable func(*gpuLine) 
 // free together, from each node's windows of feasible starts.
 type gangSweep struct {
 	windows []nodeWindow
+	events  []gangEvent
+}
+
+type gangEvent struct {
+	at    int64
+	delta int
 }
 
 type nodeWindow struct {
@@ -358,29 +365,18 @@ func (g *gangSweep) add(ws []window, ni, gpus int) {
 	}
 }
 
-func (g *gangSweep) nodes() map[int]bool {
-	seen := map[int]bool{}
-	for _, w := range g.windows {
-		seen[w.node] = true
-	}
-	return seen
-}
-
 // earliest returns the first instant no later than limit at which the
 // windows hold k GPUs.
 func (g *gangSweep) earliest(k int, limit int64) (int64, bool) {
-	type event struct {
-		at    int64
-		delta int
-	}
-	events := make([]event, 0, 2*len(g.windows))
+	events := g.events[:0]
 	for _, w := range g.windows {
-		events = append(events, event{w.from, w.gpus})
+		events = append(events, gangEvent{w.from, w.gpus})
 		if w.to < never {
-			events = append(events, event{w.to + 1, -w.gpus})
+			events = append(events, gangEvent{w.to + 1, -w.gpus})
 		}
 	}
-	slices.SortFunc(events, func(a, b event) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	g.events = events
+	slices.SortFunc(events, func(a, b gangEvent) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
 	free := 0
 	for _, e := range events {
 		if e.at > limit {
@@ -496,7 +492,8 @@ func (p Planner) fitGang(tl *timelines, sk seeker, usable func(*gpuLine) bool, c
 }
 
 // nodeWindows returns the windows of starts in [from, limit] at which all k
-// usable GPUs of node ni are free for the duration.
+// usable GPUs of node ni are free for the duration. The result is valid
+// until the next call.
 func (s seekerOnly) nodeWindows(tl *timelines, ni, k int, from, limit int64, buf *[]window) []window {
 	ws := (*buf)[:0]
 	for _, gi := range tl.nodes[ni].gpus {
@@ -505,19 +502,16 @@ func (s seekerOnly) nodeWindows(tl *timelines, ni, k int, from, limit int64, buf
 		}
 	}
 	*buf = ws
-	type edge struct {
-		at    int64
-		delta int
-	}
-	edges := make([]edge, 0, 2*len(ws))
+	edges := tl.edges[:0]
 	for _, w := range ws {
-		edges = append(edges, edge{w.from, 1})
+		edges = append(edges, gangEvent{w.from, 1})
 		if w.to < never {
-			edges = append(edges, edge{w.to + 1, -1})
+			edges = append(edges, gangEvent{w.to + 1, -1})
 		}
 	}
-	slices.SortFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
-	var out []window
+	tl.edges = edges
+	slices.SortFunc(edges, func(a, b gangEvent) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	out := tl.nodeOut[:0]
 	count := 0
 	for i, e := range edges {
 		count += e.delta
@@ -529,6 +523,7 @@ func (s seekerOnly) nodeWindows(tl *timelines, ni, k int, from, limit int64, buf
 			out = append(out, window{from: e.at, to: end})
 		}
 	}
+	tl.nodeOut = out
 	return out
 }
 

@@ -74,6 +74,11 @@ type timelines struct {
 
 	changes []int // the nodes refreshed, in order: the node trees' change log
 	index   nodeIndex
+
+	// Scratch space for searches, reused from job to job.
+	sweep   gangSweep
+	edges   []gangEvent
+	nodeOut []window
 }
 
 func newTimelines(now int64, nodes []Node) *timelines {
