@@ -459,6 +459,7 @@ func (p Planner) fitGang(tl *timelines, sk seeker, usable func(*gpuLine) bool, c
 	var tails []tailed
 	for ni := range tl.nodes {
 		if counts[ni] > 0 {
+			tl.summarize(ni)
 			tails = append(tails, tailed{max(tl.nodes[ni].tail, from), counts[ni]})
 		}
 	}

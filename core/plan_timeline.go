@@ -47,6 +47,8 @@ type nodeLine struct {
 	name string
 	gpus []int
 	ver  uint32 // changes whenever the node's GPUs do (nodeIndex's trees follow it)
+	// stale says the bounds below are out of date (see summarize).
+	stale bool
 	// firstFree holds, sorted, the first instant each up GPU is not held
 	// by a job: a lower bound on any job's start there (reservations may
 	// only make it later).
@@ -135,11 +137,22 @@ func (tl *timelines) add(gi int, iv interval) {
 	tl.gpus[gi].ver++
 }
 
-// refresh recomputes a node's bounds after its GPUs changed.
+// refresh records that a node's GPUs changed: its version moves on, the
+// node trees will catch up, and its bounds are recomputed when next asked.
 func (tl *timelines) refresh(ni int) {
 	n := &tl.nodes[ni]
 	n.ver++
+	n.stale = true
 	tl.changes = append(tl.changes, ni)
+}
+
+// summarize recomputes a node's bounds if its GPUs changed since.
+func (tl *timelines) summarize(ni int) {
+	n := &tl.nodes[ni]
+	if !n.stale {
+		return
+	}
+	n.stale = false
 	n.firstFree = n.firstFree[:0]
 	n.jobTails, n.allTails = n.jobTails[:0], n.allTails[:0]
 	n.tail, n.maxGap, n.uniform = tl.now, 0, len(n.gpus) > 0
@@ -183,6 +196,7 @@ func (tl *timelines) refresh(ni int) {
 // (the instant from which k of them are free for good). ok is false when
 // the node has fewer than k usable GPUs.
 func (tl *timelines) bounds(ni, k int, d int64, usable func(*gpuLine) bool) (lb, ub int64, ok bool) {
+	tl.summarize(ni)
 	if n := &tl.nodes[ni]; n.uniform && d > n.maxGap && usable(&tl.gpus[n.gpus[0]]) {
 		// No gap on the node is long enough: every GPU starts after its last job.
 		if k > len(n.jobTails) {
@@ -215,6 +229,7 @@ func (tl *timelines) bounds(ni, k int, d int64, usable func(*gpuLine) bool) (lb,
 // lowerBound returns the earliest instant k GPUs of node ni could all be
 // free, or never when it has fewer than k up GPUs.
 func (tl *timelines) lowerBound(ni, k int) int64 {
+	tl.summarize(ni)
 	ff := tl.nodes[ni].firstFree
 	if k > len(ff) {
 		return never
