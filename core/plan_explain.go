@@ -9,7 +9,7 @@ import (
 
 // explain is the planner's last stage: it turns the two placement passes
 // into the Plan, with bands, drain orders and a reason per waiting job.
-func (p Planner) explain(now time.Time, s Snapshot, queue []*Job, est func(*Job) Estimate, med, pes passResult) Plan {
+func (p Planner) explain(now time.Time, s Snapshot, queue []queuedJob, est func(*Job) Estimate, med, pes passResult) Plan {
 	names := namer{owners: make(map[int64]string, len(s.Running)+len(s.Queued)), running: make(map[int64]bool, len(s.Running)),
 		resOwners: make(map[int64]string, len(s.Reservations))}
 	for _, j := range s.Running {
@@ -27,7 +27,7 @@ func (p Planner) explain(now time.Time, s Snapshot, queue []*Job, est func(*Job)
 	n := secs(now)
 	for i, j := range queue {
 		m, q := med.queued[i], pes.queued[i]
-		pj := PlannedJob{Job: j.ID, Position: i + 1, Estimate: est(j)}
+		pj := PlannedJob{Job: j.ID, Position: i + 1, Estimate: j.est}
 		if !m.ok {
 			pj.Reason = "cannot be planned: " + m.why
 			out.Queued = append(out.Queued, pj)
@@ -43,7 +43,7 @@ func (p Planner) explain(now time.Time, s Snapshot, queue []*Job, est func(*Job)
 			pj.EndP90 = laterTime(d.Deadline, pj.EndP50) // drained by then whatever its speed
 		}
 		pj.StartNow = m.start <= n
-		pj.Reason = names.reason(j, m, med.tl, n)
+		pj.Reason = names.reason(j.Job, m, med.tl, n)
 		out.Queued = append(out.Queued, pj)
 		if m.drain != nil {
 			out.Drains = append(out.Drains, *m.drain)

@@ -18,7 +18,7 @@ import (
 //     factor and halved for every AgingHalfLife the job has waited, so that
 //     nothing starves.
 //  4. Ties by submission time, then ID.
-func (p Planner) order(now time.Time, s Snapshot, est func(*Job) Estimate) []*Job {
+func (p Planner) order(now time.Time, s Snapshot, est func(*Job) Estimate) []queuedJob {
 	reservationStart := make(map[int64]int64, len(s.Reservations))
 	for _, r := range s.Reservations {
 		reservationStart[r.ID] = secs(r.Start)
@@ -28,6 +28,7 @@ func (p Planner) order(now time.Time, s Snapshot, est func(*Job) Estimate) []*Jo
 	// jobs are large, and a queue can hold a hundred thousand.
 	type keyed struct {
 		job       *Job
+		est       Estimate
 		rank      int
 		resStart  int64
 		score     float64
@@ -36,11 +37,11 @@ func (p Planner) order(now time.Time, s Snapshot, est func(*Job) Estimate) []*Jo
 	ks := make([]keyed, len(s.Queued))
 	for i := range s.Queued {
 		j := &s.Queued[i]
-		k := keyed{job: j, rank: j.Class.rank(), submitted: j.SubmittedAt.UnixNano()}
+		k := keyed{job: j, est: est(j), rank: j.Class.rank(), submitted: j.SubmittedAt.UnixNano()}
 		if j.Class == ClassReserved {
 			k.resStart = reservationStart[j.Reservation]
 		} else {
-			gpuTime := est(j).P50.Seconds() * float64(max(j.GPUs, 1))
+			gpuTime := k.est.P50.Seconds() * float64(max(j.GPUs, 1))
 			waited := max(now.Sub(j.SubmittedAt), 0)
 			aging := 1.0
 			if p.Config.AgingHalfLife > 0 {
@@ -59,11 +60,17 @@ func (p Planner) order(now time.Time, s Snapshot, est func(*Job) Estimate) []*Jo
 			cmp.Compare(a.job.ID, b.job.ID),
 		)
 	})
-	out := make([]*Job, len(ks))
+	out := make([]queuedJob, len(ks))
 	for i, k := range ks {
-		out[i] = k.job
+		out[i] = queuedJob{Job: k.job, est: k.est}
 	}
 	return out
+}
+
+// queuedJob is a queued job and its estimate, looked up once per plan.
+type queuedJob struct {
+	*Job
+	est Estimate
 }
 
 // fairShare returns each project's ordering factor: 1 at its share of

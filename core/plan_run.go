@@ -80,7 +80,7 @@ func durSecs(d time.Duration) int64 { return max(int64((d+time.Second-1)/time.Se
 
 // place is the planner's second stage, run once with median durations and
 // once with P90 durations (pessimistic).
-func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []*Job, est func(*Job) Estimate, p90 bool) passResult {
+func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []queuedJob, est func(*Job) Estimate, p90 bool) passResult {
 	n := secs(now)
 	res := passResult{running: map[int64]placement{}, tl: tl}
 	windows := map[int64]Reservation{}
@@ -129,12 +129,12 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []*Job, e
 	var buf []window
 	caps := capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
 	for _, j := range queue {
-		e := est(j)
+		e := j.est
 		d := e.P50
 		if p90 {
 			d = e.P90
 		}
-		pl := p.placeJob(tl, windows, caps, j, durSecs(d), durSecs(e.P90), n, limit, &buf)
+		pl := p.placeJob(tl, windows, caps, j.Job, durSecs(d), durSecs(e.P90), n, limit, &buf)
 		res.queued = append(res.queued, pl)
 	}
 	return res
@@ -277,12 +277,14 @@ func (p Planner) fitOneNode(tl *timelines, sk seeker, usable func(*gpuLine) bool
 // the node index visits only the nodes whose lower bound is no later than
 // the best start found so far, earliest first.
 func (p Planner) fitOneNodeIndexed(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
-	const maxTieChecks = 16
+	const maxTieChecks = 4
 	s := seekerOnly{seeker: sk, usable: usable}
 	var best fit
 	found, ties := false, 0
-	tl.tree(treeKey{sem: sk.semantics(), model: sk.model, k: k}).search(sk.dur, limit, func(ni int, lb int64) int64 {
-		bound := limit
+	t := tl.tree(treeKey{sem: sk.semantics(), model: sk.model, k: k})
+	t.search(sk.dur, limit, func(ni int, lb int64) int64 {
+		// No later than k of the node's GPUs are free for good.
+		bound := min(limit, t.v[t.size+ni].at(never))
 		if found {
 			bound = best.start
 			if lb == best.start {
