@@ -323,27 +323,26 @@ func minStairs(a, b, out staircase) staircase {
 // lower bound for duration d is at most the bound; visit returns the bound
 // from then on (it tightens as better placements are found).
 func (t *stairTree) search(d, bound int64, visit func(ni int, lb int64) int64) {
-	var stack [64]int
-	stack[0] = 1
+	var stack [64]vertexAt
+	stack[0] = vertexAt{lb: t.v[1].at(d), v: 1}
 	n := 1
 	for n > 0 {
 		n--
-		v := stack[n]
-		lb := t.v[v].at(d)
-		if lb > bound {
+		top := stack[n]
+		if top.lb > bound {
 			continue
 		}
-		if v >= t.size {
-			bound = visit(v-t.size, lb)
+		if top.v >= t.size {
+			bound = visit(top.v-t.size, top.lb)
 			continue
 		}
 		// Push the later child first so that the earlier is searched first.
-		l, r := 2*v, 2*v+1
-		if t.v[l].at(d) <= t.v[r].at(d) {
-			stack[n], stack[n+1] = r, l
-		} else {
-			stack[n], stack[n+1] = l, r
+		l := vertexAt{lb: t.v[2*top.v].at(d), v: 2 * top.v}
+		r := vertexAt{lb: t.v[2*top.v+1].at(d), v: 2*top.v + 1}
+		if r.lb < l.lb {
+			l, r = r, l
 		}
+		stack[n], stack[n+1] = r, l
 		n += 2
 	}
 }

@@ -24,6 +24,14 @@ func TestAllKthStairs(t *testing.T) {
 			in = append(in, gpuStairs(busy, 10, semantics(rng.IntN(2)), nil))
 		}
 		all, _ := allKthStairs(in, nil, nil)
+		// The tree's inner vertices: the pointwise minimum of two.
+		a, b := in[0], in[len(in)-1]
+		merged := minStairs(a, b, nil)
+		for d := int64(1); d < 120; d++ {
+			if g, want := merged.at(d), min(a.at(d), b.at(d)); g != want {
+				t.Fatalf("d=%d: the minimum of %v and %v says %d, want %d", d, a, b, g, want)
+			}
+		}
 		for k := 1; k <= len(in); k++ {
 			got := all[k-1]
 			for d := int64(1); d < 120; d++ {
