@@ -128,13 +128,16 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []queuedJ
 	limit := n + int64(p.horizon()/time.Second)
 	var buf []window
 	caps := capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
+	// The node index costs a pass over the nodes per tree it builds; a
+	// short queue is placed faster by scanning the nodes.
+	indexed := len(queue) >= indexMinQueue
 	for _, j := range queue {
 		e := j.est
 		d := e.P50
 		if p90 {
 			d = e.P90
 		}
-		pl := p.placeJob(tl, windows, caps, j.Job, durSecs(d), durSecs(e.P90), n, limit, &buf)
+		pl := p.placeJob(tl, windows, caps, j.Job, durSecs(d), durSecs(e.P90), n, limit, indexed, &buf)
 		res.queued = append(res.queued, pl)
 	}
 	return res
@@ -161,8 +164,16 @@ func runningEnd(now, start int64, e Estimate, p90 bool) int64 {
 	return end
 }
 
+// maxTieChecks is how many nodes tied at the best start a search compares
+// for fit (fewest idle GPUs, tightest gap) before it takes the best so far.
+const maxTieChecks = 4
+
+// indexMinQueue is the queue length from which placement uses the node
+// index (plan_index.go) rather than scanning every node for every job.
+const indexMinQueue = 32
+
 // placeJob finds the earliest placement for j and commits it to tl.
-func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps capacities, j *Job, dur, clear, now, limit int64, buf *[]window) placement {
+func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps capacities, j *Job, dur, clear, now, limit int64, indexed bool, buf *[]window) placement {
 	model := caps.model(j.Model)
 	sk := seeker{model: model, preemptible: j.Preemptible || j.Class == ClassLow, dur: dur, clear: clear}
 	from := now
@@ -189,12 +200,13 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps cap
 	}
 	var best fit
 	var found bool
+	indexed = indexed && only == nil
 	switch {
-	case j.GPUs <= largest && only == nil:
+	case j.GPUs <= largest && indexed:
 		best, found = p.fitOneNodeIndexed(tl, sk, usable, counts, j.GPUs, from, limit, buf)
 	case j.GPUs <= largest:
 		best, found = p.fitOneNode(tl, sk, usable, counts, j.GPUs, from, limit, buf)
-	case only == nil:
+	case indexed:
 		best, found = p.fitGangIndexed(tl, sk, usable, counts, j.GPUs, from, limit, buf)
 	default:
 		best, found = p.fitGang(tl, sk, usable, counts, j.GPUs, from, limit, buf)
@@ -229,7 +241,6 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps cap
 // so far is skipped. Among nodes tied at the best start, at most
 // maxTieChecks more are compared for fit.
 func (p Planner) fitOneNode(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
-	const maxTieChecks = 16
 	s := seekerOnly{seeker: sk, usable: usable}
 	lbs := make([]int64, len(tl.nodes))
 	first := -1
@@ -277,7 +288,6 @@ func (p Planner) fitOneNode(tl *timelines, sk seeker, usable func(*gpuLine) bool
 // the node index visits only the nodes whose lower bound is no later than
 // the best start found so far, earliest first.
 func (p Planner) fitOneNodeIndexed(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
-	const maxTieChecks = 4
 	s := seekerOnly{seeker: sk, usable: usable}
 	var best fit
 	found, ties := false, 0

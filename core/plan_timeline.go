@@ -84,22 +84,33 @@ type timelines struct {
 }
 
 func newTimelines(now int64, nodes []Node) *timelines {
-	tl := &timelines{now: now, byID: map[int64]int{}}
+	total := 0
+	for _, n := range nodes {
+		total += len(n.GPUs)
+	}
+	tl := &timelines{now: now, byID: make(map[int64]int, total),
+		gpus: make([]gpuLine, 0, total), nodes: make([]nodeLine, 0, len(nodes))}
 	type nameMem struct {
 		name string
 		mib  int64
 	}
 	models := map[nameMem]Model{} // parsing a model name is slow; clusters have few
+	var last nameMem
+	var m Model
+	indexes := make([]int, total) // every node's GPU list, in one allocation
 	for ni, n := range nodes {
-		nl := nodeLine{name: n.Name}
-		for _, g := range n.GPUs {
-			m, ok := models[nameMem{g.Name, g.MemoryMiB}]
-			if !ok {
-				m = g.Model()
-				models[nameMem{g.Name, g.MemoryMiB}] = m
+		nl := nodeLine{name: n.Name, gpus: indexes[len(tl.gpus) : len(tl.gpus)+len(n.GPUs) : len(tl.gpus)+len(n.GPUs)]}
+		for i, g := range n.GPUs {
+			if key := (nameMem{g.Name, g.MemoryMiB}); key != last || len(tl.gpus) == 0 {
+				var ok bool
+				if m, ok = models[key]; !ok {
+					m = g.Model()
+					models[key] = m
+				}
+				last = key
 			}
 			tl.byID[g.ID] = len(tl.gpus)
-			nl.gpus = append(nl.gpus, len(tl.gpus))
+			nl.gpus[i] = len(tl.gpus)
 			tl.gpus = append(tl.gpus, gpuLine{id: g.ID, index: g.Index, up: g.State == GPUUp, model: m, node: ni, ver: 1})
 		}
 		tl.nodes = append(tl.nodes, nl)
@@ -112,8 +123,11 @@ func newTimelines(now int64, nodes []Node) *timelines {
 func (tl *timelines) fresh() *timelines {
 	c := &timelines{now: tl.now, byID: tl.byID,
 		gpus: slices.Clone(tl.gpus), nodes: make([]nodeLine, len(tl.nodes))}
+	// Every GPU starts with room for a few commitments, in one allocation.
+	const room = 4
+	arena := make([]interval, room*len(c.gpus))
 	for i := range c.gpus {
-		c.gpus[i].busy = nil
+		c.gpus[i].busy = arena[room*i : room*i : room*(i+1)]
 	}
 	for i, n := range tl.nodes {
 		c.nodes[i] = nodeLine{name: n.name, gpus: n.gpus}
