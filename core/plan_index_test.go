@@ -90,3 +90,34 @@ func TestIndexedSearchAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanPropertiesLongQueue runs the planner's property checks on queues
+// long enough for placement to use the node index.
+func TestPlanPropertiesLongQueue(t *testing.T) {
+	planner := Planner{Config: DefaultPlanConfig}
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 77))
+		s := randomSnapshot(rng)
+		// More queued jobs, from other random snapshots, renumbered; their
+		// reserved jobs become normal (the reservations are not these).
+		for len(s.Queued) < 2*indexMinQueue {
+			more := randomSnapshot(rng)
+			for _, j := range more.Queued {
+				e := more.Estimates[j.ID]
+				j.ID = int64(10_000 + len(s.Queued))
+				if j.Class == ClassReserved {
+					j.Class, j.Reservation = ClassNormal, 0
+				}
+				s.Queued = append(s.Queued, j)
+				s.Estimates[j.ID] = e
+			}
+		}
+		p := planner.Plan(planNow, s)
+		checkPlan(t, seed, s, p)
+		if again := planner.Plan(planNow, s); !slices.EqualFunc(p.Queued, again.Queued, func(a, b PlannedJob) bool {
+			return a.Job == b.Job && a.StartP50.Equal(b.StartP50) && slices.Equal(a.GPUs, b.GPUs)
+		}) {
+			t.Fatalf("seed %d: the same snapshot gave two plans", seed)
+		}
+	}
+}
