@@ -1,0 +1,482 @@
+package core
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Outcome is how a finished run ended; it decides what its duration says
+// about the next run.
+type Outcome int
+
+// The outcomes, in the order Run reports them.
+const (
+	OutcomeCompleted     Outcome = iota // ran to its end: the duration is the runtime
+	OutcomeFailed                       // crashed: it still held its GPUs for that long, so it counts as a runtime
+	OutcomeCancelled                    // stopped by a person: the work needed at least this long
+	OutcomeKilledAtLimit                // stopped at its time limit: the work needed at least this long
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeCompleted:
+		return "completed"
+	case OutcomeFailed:
+		return "failed"
+	case OutcomeCancelled:
+		return "cancelled"
+	case OutcomeKilledAtLimit:
+		return "killed at limit"
+	}
+	return fmt.Sprintf("outcome %d", int(o))
+}
+
+// censored reports whether a run of this outcome only says "at least this
+// long": it was stopped from outside before its work was done.
+func (o Outcome) censored() bool { return o == OutcomeCancelled || o == OutcomeKilledAtLimit }
+
+// Run is one finished run, as History learns from it.
+type Run struct {
+	Owner    string
+	Project  string
+	Name     string // normalised job name; "" when the job had none
+	GPUs     int
+	Family   string        // GPU model family ("h100"); "" when unknown
+	Guess    time.Duration // what the submitter guessed; 0 when they did not
+	Duration time.Duration // how long it ran
+	EndedAt  time.Time
+	Outcome  Outcome
+}
+
+// HistoryConfig tunes a History. The zero value is the documented default.
+type HistoryConfig struct {
+	// HalfLife is the age at which a run weighs half as much as one that
+	// just ended. Default 14 days: work changes as projects move on, but
+	// slowly enough that a fortnight-old run is still good evidence.
+	HalfLife time.Duration
+	// Window is how many recent runs a group keeps (default 8: recurring
+	// work drifts, and the last few runs say most); the coarse groups (GPU
+	// count, everyone) keep sixteen times as many.
+	Window int
+	// Prior is k in the shrinkage weight n/(n+k): a group with k runs of
+	// full weight counts as much as its parents. Default 1 (tuned on the
+	// KTH-SP2 and Philly traces, docs/estimates.md).
+	Prior float64
+	// Fallback answers when nothing has finished yet.
+	Fallback DefaultEstimator
+}
+
+func (c HistoryConfig) withDefaults() HistoryConfig {
+	if c.HalfLife <= 0 {
+		c.HalfLife = 14 * 24 * time.Hour
+	}
+	if c.Window <= 0 {
+		c.Window = 8
+	}
+	if c.Prior <= 0 {
+		c.Prior = 1
+	}
+	return c
+}
+
+// History is the runtime estimator that learns from finished runs (DESIGN.md
+// §6.1). It groups runs from fine to coarse — owner + name + GPU count,
+// owner + name, owner + GPU model family, project + GPU count, GPU count,
+// everyone — and summarises each group by the 10th, 50th and 90th
+// percentiles of log duration, with recent runs weighing more (see
+// HistoryConfig.HalfLife) and runs stopped from outside treated as "at
+// least this long" (Kaplan–Meier: their weight moves to the longer runs, so
+// they never pull the median down). An estimate is a mixture of the
+// groups' distributions: the finest group with runs takes the share n/(n+k)
+// of it, n its recency-weighted run count and k HistoryConfig.Prior, the
+// next coarser group the same share of what is left (n counting only the
+// runs it adds), and so on, everyone taking the rest. So one odd run does
+// not dominate a group of ten, and a thin group borrows strength from its
+// parents. P50 and P90 are the mixture's percentiles: always a duration some
+// run had, never a point between a crash in seconds and a run of hours.
+// Finally the submitter's guess is blended in the same way, scaled by how
+// far off that owner's past guesses were and weighted by how consistently
+// so (inverse variance against the history's spread).
+//
+// Memory is bounded per group (HistoryConfig.Window). History is pure and
+// deterministic: no clock, no goroutines, no map iteration. It is not safe
+// for concurrent use.
+type History struct {
+	cfg     HistoryConfig
+	groups  map[groupKey]*runGroup
+	guesses map[string]*runGroup // per owner: log(actual / guess) of past runs
+	all     *runGroup            // the same for everyone
+}
+
+// NewHistory returns an empty History.
+func NewHistory(cfg HistoryConfig) *History {
+	cfg = cfg.withDefaults()
+	return &History{cfg: cfg, groups: map[groupKey]*runGroup{}, guesses: map[string]*runGroup{},
+		all: newRunGroup(16 * cfg.Window)}
+}
+
+// level is a grouping of runs, coarsest first.
+type level int
+
+const (
+	levelEveryone level = iota
+	levelGPUs
+	levelProjectGPUs
+	levelOwnerFamily
+	levelOwnerName
+	levelOwnerNameGPUs
+	levels
+)
+
+// groupKey names one group; fields a level does not use stay empty.
+type groupKey struct {
+	level                       level
+	owner, project, name, model string
+	gpus                        int
+}
+
+// groupKeys returns the key of every level a job or run belongs to; ok[l]
+// is false where it lacks what level l groups by.
+func groupKeys(owner, project, name, family string, gpus int) (keys [levels]groupKey, ok [levels]bool) {
+	set := func(l level, k groupKey, valid bool) { k.level = l; keys[l], ok[l] = k, valid }
+	set(levelEveryone, groupKey{}, true)
+	set(levelGPUs, groupKey{gpus: gpus}, true)
+	set(levelProjectGPUs, groupKey{project: project, gpus: gpus}, project != "")
+	set(levelOwnerFamily, groupKey{owner: owner, model: family}, owner != "")
+	set(levelOwnerName, groupKey{owner: owner, name: name}, owner != "" && name != "")
+	set(levelOwnerNameGPUs, groupKey{owner: owner, name: name, gpus: gpus}, owner != "" && name != "")
+	return keys, ok
+}
+
+// Observe learns from a finished run.
+func (h *History) Observe(r Run) {
+	x := logSeconds(r.Duration)
+	keys, ok := groupKeys(r.Owner, r.Project, r.Name, r.Family, r.GPUs)
+	for l := range levels {
+		if !ok[l] {
+			continue
+		}
+		g := h.groups[keys[l]]
+		if g == nil {
+			window := h.cfg.Window
+			if l <= levelGPUs {
+				window *= 16
+			}
+			g = newRunGroup(window)
+			h.groups[keys[l]] = g
+		}
+		g.add(obs{x: x, at: r.EndedAt, censored: r.Outcome.censored()})
+	}
+	if r.Guess > 0 && r.Outcome != OutcomeCancelled {
+		// A cancelled run says nothing about the guess; a run killed at its
+		// limit counts as having run exactly as long as guessed (a lower
+		// bound, and the limit is usually the guess).
+		e := obs{x: x - logSeconds(r.Guess), at: r.EndedAt}
+		if r.Owner != "" {
+			g := h.guesses[r.Owner]
+			if g == nil {
+				g = newRunGroup(h.cfg.Window)
+				h.guesses[r.Owner] = g
+			}
+			g.add(e)
+		}
+		h.all.add(e)
+	}
+}
+
+// Estimate implements Estimator.
+func (h *History) Estimate(j Job, now time.Time) Estimate {
+	family := j.Model
+	if m, ok := ParseModel(j.Model); ok {
+		family = m.Family
+	}
+	keys, ok := groupKeys(j.Owner, j.Project, j.Name, family, j.GPUs)
+	// 1. Walk from the finest group to the coarsest. Each takes the share
+	//    n/(n+k) of what is left, n counting only the runs it adds to the
+	//    finer groups (the same run is in several groups and must not
+	//    weigh more for it); everyone takes the rest.
+	var (
+		d        distribution
+		source   level
+		runs     int
+		found    bool
+		left     = 1.0
+		counted  float64
+		coarsest = levelEveryone
+	)
+	for l := levels - 1; l >= coarsest; l-- {
+		g := h.groups[keys[l]]
+		if !ok[l] || g == nil {
+			continue
+		}
+		if !found {
+			source, runs, found = l, len(g.runs), true
+		}
+		sum := g.summary(h.cfg.HalfLife)
+		n := sum.weight(now, h.cfg.HalfLife)
+		share := left
+		if l > coarsest {
+			added := max(n-counted, 0)
+			share = left * added / (added + h.cfg.Prior)
+		}
+		counted = max(counted, n)
+		if share <= 0 {
+			continue
+		}
+		d = d.mix(sum.dist, share/(1-left+share))
+		left -= share
+	}
+	if !found {
+		return h.cfg.Fallback.Estimate(j, now)
+	}
+	words := describe(source, runs, j, family)
+	// 2. Blend in the submitter's guess, scaled by how far off that owner's
+	//    guesses have been, and weighted by how consistently so.
+	if j.Hints.Guess > 0 {
+		errs, n := h.guessErrors(j.Owner, now)
+		g := errs.shifted(logSeconds(j.Hints.Guess))
+		a := g.precision() / (g.precision() + d.precision())
+		d = d.mix(g, a)
+		if pct := int(math.Round(100 * a)); pct > 0 {
+			whose := "the guess"
+			if j.Owner != "" && n > 0 {
+				whose = j.Owner + "'s guess"
+			}
+			words += fmt.Sprintf(", with %s weighted %d%%", whose, pct)
+		}
+	}
+	// 3. P90 at least a quarter longer than P50: no history is that sure.
+	x50 := d.quantile(0.5)
+	p90 := max(fromLog(d.quantile(0.9)), fromLog(x50+minUpper))
+	return Estimate{P50: fromLog(x50), P90: p90, Source: words, Samples: runs}
+}
+
+// minUpper is the least distance from P50 to P90 in log space: ln 1.25.
+var minUpper = math.Log(1.25)
+
+// guessPrior is log(actual / guess) before any guess has been checked: a
+// guess is taken to be good to about a factor of three either way.
+var guessPrior = distribution{{x: -1.1, p: 0.25}, {x: 0, p: 0.5}, {x: 1.1, p: 0.25}}
+
+// guessErrors returns the distribution of log(actual / guess) for an
+// owner's guesses — theirs, shrunk toward everyone's, shrunk toward
+// guessPrior — and how many of their own guesses are behind it.
+func (h *History) guessErrors(owner string, now time.Time) (distribution, int) {
+	d := guessPrior
+	if len(h.all.runs) > 0 {
+		all := h.all.summary(h.cfg.HalfLife)
+		n := all.weight(now, h.cfg.HalfLife)
+		d = d.mix(all.dist, n/(n+h.cfg.Prior))
+	}
+	g := h.guesses[owner]
+	if owner == "" || g == nil {
+		return d, 0
+	}
+	own := g.summary(h.cfg.HalfLife)
+	n := own.weight(now, h.cfg.HalfLife)
+	return d.mix(own.dist, n/(n+h.cfg.Prior)), len(g.runs)
+}
+
+// describe says in words where an estimate came from; users see it.
+func describe(l level, n int, j Job, family string) string {
+	runs := fmt.Sprintf("%d earlier run", n)
+	if n != 1 {
+		runs += "s"
+	}
+	switch l {
+	case levelOwnerNameGPUs:
+		return fmt.Sprintf("history: %s of %s by %s on %d GPUs", runs, j.Name, j.Owner, j.GPUs)
+	case levelOwnerName:
+		return fmt.Sprintf("history: %s of %s by %s", runs, j.Name, j.Owner)
+	case levelOwnerFamily:
+		if family != "" {
+			return fmt.Sprintf("history: %s by %s on %s", runs, j.Owner, family)
+		}
+		return fmt.Sprintf("history: %s by %s", runs, j.Owner)
+	case levelProjectGPUs:
+		return fmt.Sprintf("typical for %s in project %s (%s)", gpuJobs(j.GPUs), j.Project, runs)
+	case levelGPUs:
+		return fmt.Sprintf("typical for %s (%s)", gpuJobs(j.GPUs), runs)
+	}
+	return fmt.Sprintf("typical for all jobs (%s)", runs)
+}
+
+func gpuJobs(gpus int) string { return fmt.Sprintf("%d-GPU jobs", gpus) }
+
+// obs is one run in a group: its log duration and when it ended.
+type obs struct {
+	x        float64
+	at       time.Time
+	censored bool
+}
+
+// runGroup keeps a group's most recent runs in a ring and caches its summary.
+type runGroup struct {
+	runs  []obs
+	next  int // where the next run goes once the ring is full
+	cap   int
+	dirty bool
+	sum   groupSummary
+}
+
+// groupSummary is a group's distribution of log durations plus what its
+// recency weight needs: the summed weights of its runs relative to the
+// latest one's end.
+type groupSummary struct {
+	dist   distribution
+	latest time.Time
+	mass   float64
+}
+
+func newRunGroup(window int) *runGroup { return &runGroup{cap: window} }
+
+func (g *runGroup) add(o obs) {
+	if len(g.runs) < g.cap {
+		g.runs = append(g.runs, o)
+	} else {
+		g.runs[g.next] = o
+		g.next = (g.next + 1) % g.cap
+	}
+	g.dirty = true
+}
+
+// weight is the group's recency-weighted run count at now: a run that ended
+// one half-life before now counts one half.
+func (s groupSummary) weight(now time.Time, halfLife time.Duration) float64 {
+	age := max(now.Sub(s.latest), 0)
+	return s.mass * math.Exp2(-float64(age)/float64(halfLife))
+}
+
+// summary computes (or returns the cached) percentiles of the group. The
+// weights are relative to the latest run, so they do not depend on now.
+func (g *runGroup) summary(halfLife time.Duration) groupSummary {
+	if !g.dirty {
+		return g.sum
+	}
+	g.dirty = false
+	latest := g.runs[0].at
+	for _, o := range g.runs {
+		if o.at.After(latest) {
+			latest = o.at
+		}
+	}
+	pts := make([]point, len(g.runs))
+	mass := 0.0
+	for i, o := range g.runs {
+		w := math.Exp2(float64(o.at.Sub(latest)) / float64(halfLife))
+		pts[i] = point{x: o.x, w: w, censored: o.censored}
+		mass += w
+	}
+	g.sum = groupSummary{dist: kaplanMeier(pts), latest: latest, mass: mass}
+	return g.sum
+}
+
+// point is a weighted observation; a censored one says "at least x".
+type point struct {
+	x        float64
+	w        float64
+	censored bool
+}
+
+// kaplanMeier turns weighted, possibly censored points into a discrete
+// distribution: the product-limit estimate, where each censored point's
+// weight passes on to the points longer than it. Mass left after the
+// longest point is censored stays on that point, a lower bound. Ties put
+// completed runs before censored ones (the usual convention). The result is
+// sorted by x and its masses add up to 1.
+func kaplanMeier(pts []point) distribution {
+	slices.SortFunc(pts, func(a, b point) int {
+		if c := cmp.Compare(a.x, b.x); c != 0 {
+			return c
+		}
+		if a.censored != b.censored {
+			if a.censored {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.w, b.w)
+	})
+	atRisk := 0.0
+	for _, p := range pts {
+		atRisk += p.w
+	}
+	survive := 1.0
+	var d distribution
+	for i, p := range pts {
+		if !p.censored && atRisk > 0 {
+			m := survive * p.w / atRisk
+			d = append(d, mass{x: p.x, p: m})
+			survive -= m
+		}
+		atRisk -= p.w
+		if i == len(pts)-1 && survive > 1e-12 {
+			d = append(d, mass{x: p.x, p: survive})
+		}
+	}
+	return d
+}
+
+type mass struct{ x, p float64 }
+
+// distribution is a discrete distribution sorted by x.
+type distribution []mass
+
+// quantile returns the smallest x with at least share q of the mass at or
+// below it: always a duration some run really had, never one between two
+// kinds of run (between a crash in seconds and a run of hours lies nothing).
+func (d distribution) quantile(q float64) float64 {
+	below := 0.0
+	for _, m := range d {
+		below += m.p
+		if below >= q-1e-9 {
+			return m.x
+		}
+	}
+	return d[len(d)-1].x
+}
+
+// mix returns (1−w)·d + w·o, still sorted.
+func (d distribution) mix(o distribution, w float64) distribution {
+	out := make(distribution, 0, len(d)+len(o))
+	i, k := 0, 0
+	for i < len(d) || k < len(o) {
+		if k == len(o) || (i < len(d) && d[i].x <= o[k].x) {
+			out = append(out, mass{x: d[i].x, p: (1 - w) * d[i].p})
+			i++
+		} else {
+			out = append(out, mass{x: o[k].x, p: w * o[k].p})
+			k++
+		}
+	}
+	return out
+}
+
+// shifted moves every mass by the same amount.
+func (d distribution) shifted(by float64) distribution {
+	out := make(distribution, len(d))
+	for i, m := range d {
+		out[i] = mass{x: m.x + by, p: m.p}
+	}
+	return out
+}
+
+// precision is 1/σ², σ read off the 10–90 range as a normal's (2 × 1.2816 σ)
+// and floored, so that no distribution is infinitely sure.
+func (d distribution) precision() float64 {
+	sigma := max((d.quantile(0.9)-d.quantile(0.1))/2.5631, 0.05)
+	return 1 / (sigma * sigma)
+}
+
+// logSeconds is ln of a duration in seconds, at least one second.
+func logSeconds(d time.Duration) float64 { return math.Log(max(d.Seconds(), 1)) }
+
+// fromLog turns log-seconds back into a duration, rounded to the second and
+// bounded by a century.
+func fromLog(x float64) time.Duration {
+	s := math.Round(math.Exp(min(x, math.Log(100*365*24*3600))))
+	return time.Duration(s) * time.Second
+}

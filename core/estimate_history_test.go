@@ -1,0 +1,200 @@
+package core
+
+import (
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var histNow = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+// runs returns n runs like r, each ending an hour before the next, the last
+// one an hour before histNow.
+func runs(n int, r Run) []Run {
+	out := make([]Run, n)
+	for i := range out {
+		out[i] = r
+		out[i].EndedAt = histNow.Add(-time.Duration(n-i) * time.Hour)
+	}
+	return out
+}
+
+func newHistoryOf(groups ...[]Run) *History {
+	h := NewHistory(HistoryConfig{})
+	for _, g := range groups {
+		for _, r := range g {
+			h.Observe(r)
+		}
+	}
+	return h
+}
+
+func TestHistoryNothingYetFallsBack(t *testing.T) {
+	h := NewHistory(HistoryConfig{})
+	j := Job{Owner: "alice", GPUs: 8, Hints: Hints{Guess: time.Hour}}
+	if diff := cmp.Diff(DefaultEstimator{}.Estimate(j, histNow), h.Estimate(j, histNow)); diff != "" {
+		t.Errorf("with no history (-want +got):\n%s", diff)
+	}
+}
+
+// TestHistoryLevels checks that each level answers for a job that only it
+// matches, and says so in words.
+func TestHistoryLevels(t *testing.T) {
+	h := newHistoryOf(runs(5, Run{Owner: "alice", Project: "nlp", Name: "llama-ft", GPUs: 8, Family: "h100",
+		Duration: time.Hour, Outcome: OutcomeCompleted}))
+	tests := []struct {
+		name string
+		job  Job
+		want string
+	}{
+		{"owner+name+gpus", Job{Owner: "alice", Project: "nlp", Name: "llama-ft", GPUs: 8},
+			"history: 5 earlier runs of llama-ft by alice on 8 GPUs"},
+		{"owner+name", Job{Owner: "alice", Project: "nlp", Name: "llama-ft", GPUs: 4},
+			"history: 5 earlier runs of llama-ft by alice"},
+		{"owner+family", Job{Owner: "alice", Project: "nlp", Name: "bert", GPUs: 4, Model: "h100-80gb"},
+			"history: 5 earlier runs by alice on h100"},
+		{"project+gpus", Job{Owner: "bob", Project: "nlp", Name: "llama-ft", GPUs: 8},
+			"typical for 8-GPU jobs in project nlp (5 earlier runs)"},
+		{"gpus", Job{Owner: "carol", Project: "cv", GPUs: 8}, "typical for 8-GPU jobs (5 earlier runs)"},
+		{"everyone", Job{Owner: "carol", Project: "cv", GPUs: 2}, "typical for all jobs (5 earlier runs)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := h.Estimate(tt.job, histNow)
+			want := Estimate{P50: time.Hour, P90: 75 * time.Minute, Source: tt.want, Samples: 5}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHistoryShrinkage(t *testing.T) {
+	others := runs(30, Run{Owner: "bob", GPUs: 1, Duration: time.Hour})
+	tests := []struct {
+		name    string
+		alice   []Run
+		wantP50 time.Duration
+	}{
+		// One odd run among ten does not move the median.
+		{"odd run in a group of ten", append(runs(10, Run{Owner: "alice", Name: "x", GPUs: 1, Duration: 2 * time.Hour}),
+			Run{Owner: "alice", Name: "x", GPUs: 1, Duration: 20 * time.Hour, EndedAt: histNow}), 2 * time.Hour},
+		// A group of one borrows from its parents: with k = 2 its third of the weight is not enough.
+		{"thin group", runs(1, Run{Owner: "alice", Name: "x", GPUs: 1, Duration: 10 * time.Hour}), time.Hour},
+		// Six consistent runs outweigh the parent.
+		{"enough runs", runs(6, Run{Owner: "alice", Name: "x", GPUs: 1, Duration: 10 * time.Hour}), 10 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := NewHistory(HistoryConfig{Prior: 2})
+			for _, r := range append(others, tt.alice...) {
+				h.Observe(r)
+			}
+			got := h.Estimate(Job{Owner: "alice", Name: "x", GPUs: 1}, histNow)
+			if got.P50 != tt.wantP50 {
+				t.Errorf("P50 %v, want %v (%s)", got.P50, tt.wantP50, got.Source)
+			}
+		})
+	}
+}
+
+// TestHistoryCensoring checks that runs stopped from outside count as "at
+// least this long" and so do not pull the median down.
+func TestHistoryCensoring(t *testing.T) {
+	long := runs(5, Run{Owner: "alice", Name: "x", GPUs: 1, Duration: 4 * time.Hour})
+	for _, o := range []Outcome{OutcomeCompleted, OutcomeFailed, OutcomeCancelled, OutcomeKilledAtLimit} {
+		t.Run(o.String(), func(t *testing.T) {
+			short := runs(6, Run{Owner: "alice", Name: "x", GPUs: 1, Duration: 10 * time.Minute, Outcome: o})
+			got := newHistoryOf(long, short).Estimate(Job{Owner: "alice", Name: "x", GPUs: 1}, histNow)
+			want := 10 * time.Minute // six real short runs against five long ones
+			if o.censored() {
+				want = 4 * time.Hour
+			}
+			if got.P50 != want {
+				t.Errorf("P50 %v, want %v", got.P50, want)
+			}
+		})
+	}
+}
+
+var guessWeight = regexp.MustCompile(`guess weighted (\d+)%`)
+
+// TestHistoryGuess checks that a guess is corrected by the owner's record
+// and weighs more for an owner whose guesses have been consistent.
+func TestHistoryGuess(t *testing.T) {
+	var alice, bob []Run
+	for i, r := range runs(8, Run{GPUs: 1}) {
+		r.Duration = time.Duration(1+i) * 20 * time.Minute // the jobs vary
+		r.Owner, r.Guess = "alice", 4*r.Duration           // but her guesses are always four times too long
+		alice = append(alice, r)
+		r.Owner, r.Guess = "bob", []time.Duration{10 * time.Minute, 5 * time.Hour}[i%2] // all over the place
+		bob = append(bob, r)
+	}
+	h := newHistoryOf(alice, bob)
+	a := h.Estimate(Job{Owner: "alice", GPUs: 2, Hints: Hints{Guess: 8 * time.Hour}}, histNow)
+	if a.P50 != 2*time.Hour {
+		t.Errorf("alice guesses 8h and runs a quarter of her guesses: P50 %v, want 2h (%s)", a.P50, a.Source)
+	}
+	b := h.Estimate(Job{Owner: "bob", GPUs: 2, Hints: Hints{Guess: 8 * time.Hour}}, histNow)
+	weight := func(e Estimate) int {
+		m := guessWeight.FindStringSubmatch(e.Source)
+		if m == nil {
+			t.Fatalf("source %q does not say how the guess was weighted", e.Source)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	if wa, wb := weight(a), weight(b); wa <= wb {
+		t.Errorf("alice's consistent guesses weighted %d%%, bob's erratic ones %d%%; want alice's more", wa, wb)
+	}
+}
+
+func TestHistoryRecency(t *testing.T) {
+	h := NewHistory(HistoryConfig{HalfLife: 14 * 24 * time.Hour})
+	for i := range 5 { // five runs of an hour, three months ago
+		h.Observe(Run{Owner: "alice", Name: "x", GPUs: 1, Duration: time.Hour,
+			EndedAt: histNow.AddDate(0, -3, 0).Add(time.Duration(i) * time.Minute)})
+	}
+	for _, r := range runs(3, Run{Owner: "alice", Name: "x", GPUs: 1, Duration: 3 * time.Hour}) {
+		h.Observe(r)
+	}
+	if got := h.Estimate(Job{Owner: "alice", Name: "x", GPUs: 1}, histNow); got.P50 != 3*time.Hour {
+		t.Errorf("P50 %v, want the recent 3h", got.P50)
+	}
+}
+
+// TestHistoryInvariants feeds random runs to two Histories and checks they
+// answer alike, that asking twice changes nothing, and that P90 ≥ 1.25 P50.
+func TestHistoryInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	owners, names := []string{"alice", "bob", "carol", ""}, []string{"a", "b", ""}
+	a, b := NewHistory(HistoryConfig{}), NewHistory(HistoryConfig{})
+	job := func() Job {
+		return Job{Owner: owners[rng.IntN(4)], Project: owners[rng.IntN(4)], Name: names[rng.IntN(3)],
+			GPUs: 1 << rng.IntN(4), Hints: Hints{Guess: time.Duration(rng.IntN(3)) * time.Hour}}
+	}
+	at := histNow.AddDate(0, -6, 0)
+	for i := range 2000 {
+		at = at.Add(time.Duration(rng.IntN(7200)) * time.Second)
+		j := job()
+		r := Run{Owner: j.Owner, Project: j.Project, Name: j.Name, GPUs: j.GPUs, Guess: j.Hints.Guess,
+			Duration: time.Duration(rng.ExpFloat64() * float64(time.Hour)), EndedAt: at, Outcome: Outcome(rng.IntN(4))}
+		a.Observe(r)
+		b.Observe(r)
+		q := job()
+		ea, eb := a.Estimate(q, at), b.Estimate(q, at)
+		if diff := cmp.Diff(ea, eb); diff != "" {
+			t.Fatalf("run %d: two Histories fed the same runs differ (-a +b):\n%s", i, diff)
+		}
+		if again := a.Estimate(q, at); again != ea {
+			t.Fatalf("run %d: asking again gives %+v, first %+v", i, again, ea)
+		}
+		if ea.P50 <= 0 || float64(ea.P90) < 1.25*float64(ea.P50)-float64(time.Second) {
+			t.Fatalf("run %d: P50 %v, P90 %v", i, ea.P50, ea.P90)
+		}
+	}
+}
