@@ -9,7 +9,7 @@ import (
 
 // explain is the planner's last stage: it turns the two placement passes
 // into the Plan, with bands, drain orders and a reason per waiting job.
-func (p Planner) explain(now time.Time, s Snapshot, queue []queuedJob, est func(*Job) Estimate, med, pes passResult) Plan {
+func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, med, pes passResult) Plan {
 	names := namer{owners: make(map[int64]string, len(s.Running)+len(s.Queued)), running: make(map[int64]bool, len(s.Running)),
 		resOwners: make(map[int64]string, len(s.Reservations))}
 	for _, j := range s.Running {
@@ -49,12 +49,13 @@ func (p Planner) explain(now time.Time, s Snapshot, queue []queuedJob, est func(
 			out.Drains = append(out.Drains, *m.drain)
 		}
 	}
-	running := byID(s.Running)
-	for i := range running {
-		j := &running[i]
-		m, q := med.running[j.ID], pes.running[j.ID]
+	if len(running) > 0 {
+		out.Running = make([]PlannedJob, 0, len(running))
+	}
+	for i, j := range running {
+		m, q := med.running[i], pes.running[i]
 		pj := PlannedJob{Job: j.ID, GPUs: m.gpus, StartP50: j.StartedAt, StartP90: j.StartedAt,
-			EndP50: at(m.end), EndP90: at(max(q.end, m.end)), Drain: m.drain, Estimate: est(j), Reason: "running"}
+			EndP50: at(m.end), EndP90: at(max(q.end, m.end)), Drain: m.drain, Estimate: j.est, Reason: "running"}
 		if m.drain != nil {
 			pj.Reason = "running; will be drained by " + fmtTime(m.drain.Deadline) + " for " + ReservationName(m.drain.Reservation)
 			out.Drains = append(out.Drains, *m.drain)

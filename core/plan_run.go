@@ -20,10 +20,11 @@ func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	now = now.UTC().Truncate(time.Second)
 	est := estimator(s)
 	queue := p.order(now, s, est)
+	running := runningJobs(s, est)
 	base := newTimelines(secs(now), s.Nodes)
-	median := p.place(now, s, base.fresh(), queue, est, false)
-	pessimistic := p.place(now, s, base.fresh(), queue, est, true)
-	return p.explain(now, s, queue, est, median, pessimistic)
+	median := p.place(now, s, base.fresh(), queue, running, false)
+	pessimistic := p.place(now, s, base.fresh(), queue, running, true)
+	return p.explain(now, s, queue, running, median, pessimistic)
 }
 
 // WhatIf plans probe as if it were submitted now, alongside the queue, and
@@ -42,6 +43,16 @@ func (p Planner) WhatIf(now time.Time, s Snapshot, probe Job) PlannedJob {
 		}
 	}
 	return PlannedJob{}
+}
+
+// runningJobs returns the running jobs by ID, with their estimates.
+func runningJobs(s Snapshot, est func(*Job) Estimate) []queuedJob {
+	sorted := byID(s.Running)
+	running := make([]queuedJob, len(sorted))
+	for i := range sorted {
+		running[i] = queuedJob{Job: &sorted[i], est: est(&sorted[i])}
+	}
+	return running
 }
 
 // estimator returns a job's estimate: the snapshot's, or the default.
@@ -69,7 +80,7 @@ type placement struct {
 // passResult is one placement pass: per queued job (queue order) and per running job.
 type passResult struct {
 	queued  []placement
-	running map[int64]placement
+	running []placement // in the order of the running jobs given to place
 	tl      *timelines
 }
 
@@ -80,9 +91,9 @@ func durSecs(d time.Duration) int64 { return max(int64((d+time.Second-1)/time.Se
 
 // place is the planner's second stage, run once with median durations and
 // once with P90 durations (pessimistic).
-func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []queuedJob, est func(*Job) Estimate, p90 bool) passResult {
+func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running []queuedJob, p90 bool) passResult {
 	n := secs(now)
-	res := passResult{running: map[int64]placement{}, tl: tl}
+	res := passResult{tl: tl}
 	windows := map[int64]Reservation{}
 
 	// 1. Reservations block their GPUs for their windows.
@@ -99,19 +110,19 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []queuedJ
 	}
 	// 2. Running jobs hold their GPUs until their predicted end; preemptible
 	//    ones only until the first foreign window on their GPUs opens.
-	running := byID(s.Running)
-	for i := range running {
-		j := &running[i]
-		e := est(j)
+	res.running = make([]placement, 0, len(running))
+	var gis []int
+	for _, rj := range running {
+		j, e := rj.Job, rj.est
 		start := secs(j.StartedAt)
 		end := runningEnd(n, start, e, p90)
-		var gis []int
+		gis = gis[:0]
 		for _, g := range j.Assigned {
 			if gi, ok := tl.byID[g.ID]; ok {
 				gis = append(gis, gi)
 			}
 		}
-		pl := placement{ok: true, start: start, end: end}
+		pl := placement{ok: true, start: start, end: end, gpus: make([]int64, 0, len(gis))}
 		if j.Preemptible || j.Class == ClassLow {
 			pl.end, pl.drain = p.drainBefore(tl, gis, j, start, end, n)
 		}
@@ -119,7 +130,7 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue []queuedJ
 			tl.add(gi, interval{start: start, end: pl.end, kind: ivJob, id: j.ID, preemptible: j.Preemptible})
 			pl.gpus = append(pl.gpus, tl.gpus[gi].id)
 		}
-		res.running[j.ID] = pl
+		res.running = append(res.running, pl)
 	}
 	for ni := range tl.nodes {
 		tl.refresh(ni)
