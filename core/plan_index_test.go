@@ -81,6 +81,7 @@ func TestIndexedSearchAgrees(t *testing.T) {
 				k = c.largest + 1 + rng.IntN(c.total-c.largest)
 				scan, indexed = p.fitGang, p.fitGangIndexed
 			}
+			sk.one = k == 1
 			want, wok := scan(tl, sk, sk.usable, c.counts, k, n, limit, &buf)
 			got, gok := indexed(tl, sk, sk.usable, c.counts, k, n, limit, &buf)
 			if wok != gok || want.start != got.start {

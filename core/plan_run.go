@@ -186,7 +186,7 @@ const indexMinQueue = 32
 // placeJob finds the earliest placement for j and commits it to tl.
 func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps capacities, j *Job, dur, clear, now, limit int64, indexed bool, buf *[]window) placement {
 	model := caps.model(j.Model)
-	sk := seeker{model: model, preemptible: j.Preemptible || j.Class == ClassLow, dur: dur, clear: clear}
+	sk := seeker{model: model, preemptible: j.Preemptible || j.Class == ClassLow, dur: dur, clear: clear, one: j.GPUs == 1}
 	from := now
 	var only map[int64]bool
 	if j.Class == ClassReserved {

@@ -262,6 +262,8 @@ type seeker struct {
 	// able to start: its P90 duration for non-preemptible jobs, so that one
 	// that runs longer than its median still leaves the window free.
 	clear int64
+	// one says the job needs one GPU: only each GPU's first window matters.
+	one bool
 }
 
 func (s seeker) blocks(iv interval) bool {
@@ -312,6 +314,9 @@ func (s seeker) windows(tl *timelines, gi int, from, limit int64, out []window) 
 		}
 		if to >= cursor {
 			out = append(out, window{from: cursor, to: to, gapEnd: iv.start, gpu: gi})
+			if s.one {
+				return out
+			}
 		}
 		cursor = max(cursor, iv.end)
 	}
