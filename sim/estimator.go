@@ -12,11 +12,16 @@ import (
 // learns only from jobs that have finished (observe), never from the
 // future, and answers in this order:
 //
-//  1. the user's history: the average of the user's last two finished
-//     runtimes, capped at the job's requested time (Tsafrir, Etsion and
-//     Feitelson, "Backfilling using system-generated predictions rather than
-//     user runtime estimates", 2007); P90 is the requested time when there
-//     is one, else the larger of twice that and the longer of the two runs;
+//  1. the user's history. When the job has a requested time and the user
+//     has finished runs that had one, the request times the share of their
+//     requests those runs used (the average over the last two): users
+//     overask by habit, so the request tells which of their jobs are long
+//     and the history by how much they overask; P90 is the request.
+//     Otherwise the average of the user's last two finished runtimes,
+//     capped at the job's requested time (Tsafrir, Etsion and Feitelson,
+//     "Backfilling using system-generated predictions rather than user
+//     runtime estimates", 2007); P90 is the requested time when there is
+//     one, else the larger of twice that and the longer of the two runs;
 //  2. the requested time, for a user without finished jobs;
 //  3. the running median (P50) and 90th percentile (P90) of the finished
 //     jobs with the same GPU count, else of all finished jobs;
@@ -27,10 +32,14 @@ type historyEstimator struct {
 	all    *quantiles
 }
 
-// lastTwo holds a user's two most recent finished runtimes.
+// lastTwo holds a user's two most recent finished runtimes and, of the
+// two most recent runs that had a requested time, the share of it each
+// used.
 type lastTwo struct {
-	runs [2]time.Duration // runs[0] is the latest
-	n    int
+	runs  [2]time.Duration // runs[0] is the latest
+	n     int
+	used  [2]float64 // runtime ÷ requested time, at most 1; used[0] is the latest
+	nUsed int
 }
 
 func newHistoryEstimator() *historyEstimator {
@@ -47,6 +56,10 @@ func (h *historyEstimator) observe(j *TraceJob, ran time.Duration) {
 		}
 		u.runs[1], u.runs[0] = u.runs[0], ran
 		u.n = min(u.n+1, 2)
+		if j.Requested > 0 {
+			u.used[1], u.used[0] = u.used[0], min(ran.Seconds()/j.Requested.Seconds(), 1)
+			u.nUsed = min(u.nUsed+1, 2)
+		}
 	}
 	q := h.byGPUs[j.GPUs]
 	if q == nil {
@@ -59,6 +72,14 @@ func (h *historyEstimator) observe(j *TraceJob, ran time.Duration) {
 
 // estimate returns the runtime distribution for a job about to be queued.
 func (h *historyEstimator) estimate(j *TraceJob) core.Estimate {
+	if u := h.users[j.User]; j.User != "" && u != nil && j.Requested > 0 && u.nUsed > 0 {
+		used := u.used[0]
+		if u.nUsed == 2 {
+			used = (u.used[0] + u.used[1]) / 2
+		}
+		p50 := time.Duration(used * float64(j.Requested))
+		return bounded(core.Estimate{P50: p50, P90: j.Requested, Source: "history:user+request", Samples: u.nUsed})
+	}
 	if u := h.users[j.User]; j.User != "" && u != nil {
 		p50 := u.runs[0]
 		longest := u.runs[0]

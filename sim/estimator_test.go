@@ -40,10 +40,27 @@ func TestHistoryEstimator(t *testing.T) {
 			want: core.Estimate{P50: 2 * h, P90: 4 * h, Source: "history:user", Samples: 2},
 		},
 		{
-			name: "capped at the request, which is the P90",
+			name: "past runs without requests: capped at the request, which is the P90",
 			past: []run{{TraceJob{User: "u1", GPUs: 1}, 5 * h}, {TraceJob{User: "u1", GPUs: 1}, 7 * h}},
 			job:  TraceJob{GPUs: 1, User: "u1", Requested: 4 * h},
 			want: core.Estimate{P50: 4 * h, P90: 4 * h, Source: "history:user", Samples: 2},
+		},
+		{
+			name: "the request times the share of their requests the last two runs used",
+			past: []run{
+				{TraceJob{User: "u1", GPUs: 1, Requested: 10 * h}, 10 * h}, // older than the last two: forgotten
+				{TraceJob{User: "u1", GPUs: 1, Requested: 4 * h}, h},       // used a quarter
+				{TraceJob{User: "u1", GPUs: 1}, 9 * h},                     // no request: not a share
+				{TraceJob{User: "u1", GPUs: 1, Requested: 2 * h}, 3 * h},   // overran: counts as all of it
+			},
+			job:  TraceJob{GPUs: 1, User: "u1", Requested: 8 * h},
+			want: core.Estimate{P50: 5 * h, P90: 8 * h, Source: "history:user+request", Samples: 2},
+		},
+		{
+			name: "one past run with a request",
+			past: []run{{TraceJob{User: "u1", GPUs: 1, Requested: 4 * h}, h}},
+			job:  TraceJob{GPUs: 1, User: "u1", Requested: 2 * h},
+			want: core.Estimate{P50: 30 * time.Minute, P90: 2 * h, Source: "history:user+request", Samples: 1},
 		},
 		{
 			name: "one past run: P90 the larger of twice it and it",
