@@ -553,24 +553,13 @@ func (s seekerOnly) nodeWindows(tl *timelines, ni, k int, from, limit int64, buf
 
 // gangAt gathers wholly free nodes at t until they hold k GPUs.
 func (s seekerOnly) gangAt(tl *timelines, counts []int, k int, t int64, buf *[]window) (fit, bool) {
-	var whole []int
+	var free []int
 	for ni := range tl.nodes {
-		if counts[ni] == 0 || max(tl.lowerBound(ni, counts[ni]), t) > t {
-			continue
-		}
-		if f, ok := s.earliestOn(tl, ni, counts[ni], t, t, buf); ok {
-			whole = append(whole, f.gpus...)
-		}
-		if len(whole) >= k {
-			// Sorted by node then index so that the partial node is the last one.
-			slices.SortFunc(whole, func(a, b int) int {
-				ga, gb := &tl.gpus[a], &tl.gpus[b]
-				return cmp.Or(cmp.Compare(ga.node, gb.node), cmp.Compare(ga.index, gb.index))
-			})
-			return fit{start: t, gpus: whole[:k]}, true
+		if counts[ni] > 0 && max(tl.lowerBound(ni, counts[ni]), t) <= t {
+			free = append(free, ni)
 		}
 	}
-	return fit{}, false
+	return s.gangOn(tl, counts, k, t, free, buf)
 }
 
 // seekerOnly is a seeker restricted to some GPUs (a reserved job's).

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 
 	"github.com/gpucal/gpucal/sim"
@@ -38,18 +37,9 @@ func runEvalEstimate(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0); err != nil {
 		return err
 	}
-	if *trace == "" {
-		return usagef("give the trace with --trace FILE")
-	}
-	f := sim.Format(*format)
-	if f == "" {
-		if !strings.HasSuffix(strings.TrimSuffix(*trace, ".xz"), ".swf") {
-			return usagef("give the trace format with --format philly, swf or helios")
-		}
-		f = sim.FormatSWF
-	}
-	if !slices.Contains(sim.Formats, f) {
-		return usagef("unknown trace format %q; use philly, swf or helios", f)
+	f, err := traceFormat(*trace, *format)
+	if err != nil {
+		return err
 	}
 	if *limit < 0 {
 		return usagef("--limit must be 0 (all jobs) or more")

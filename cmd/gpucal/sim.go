@@ -38,18 +38,9 @@ func runSim(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0); err != nil {
 		return err
 	}
-	if *trace == "" {
-		return usagef("give the trace with --trace FILE")
-	}
-	f := sim.Format(*format)
-	if f == "" {
-		if !strings.HasSuffix(strings.TrimSuffix(*trace, ".xz"), ".swf") {
-			return usagef("give the trace format with --format philly, swf or helios")
-		}
-		f = sim.FormatSWF
-	}
-	if !slices.Contains(sim.Formats, f) {
-		return usagef("unknown trace format %q; use philly, swf or helios", f)
+	f, err := traceFormat(*trace, *format)
+	if err != nil {
+		return err
 	}
 	policies := []sim.Policy{sim.Policy(*policy)}
 	if *compare {
@@ -140,4 +131,23 @@ func loadTrace(ctx context.Context, path string, f sim.Format) (sim.Trace, error
 		return sim.Trace{}, fmt.Errorf("xz -dc %s: %w: %s", path, waitErr, strings.TrimSpace(stderr.String()))
 	}
 	return tr, nil
+}
+
+// traceFormat checks the --trace and --format flags of the commands that
+// read traces: the format named, or swf for a *.swf file.
+func traceFormat(trace, format string) (sim.Format, error) {
+	if trace == "" {
+		return "", usagef("give the trace with --trace FILE")
+	}
+	f := sim.Format(format)
+	if f == "" {
+		if !strings.HasSuffix(strings.TrimSuffix(trace, ".xz"), ".swf") {
+			return "", usagef("give the trace format with --format philly, swf or helios")
+		}
+		f = sim.FormatSWF
+	}
+	if !slices.Contains(sim.Formats, f) {
+		return "", usagef("unknown trace format %q; use philly, swf or helios", f)
+	}
+	return f, nil
 }
