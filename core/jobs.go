@@ -35,7 +35,9 @@ type JobFilter struct {
 	Project string
 	States  []JobState // empty: every state
 	Types   []JobType  // empty: every type
-	Limit   int
+	// EndedSince keeps the jobs that ended at or after it (zero: no bound).
+	EndedSince time.Time
+	Limit      int
 }
 
 // JobStates lists every job state.

@@ -120,6 +120,9 @@ func outcomeOf(plan, prev Plan, jobs map[int64]Job, started map[int64]bool, now 
 
 // snapshot loads what the planner looks at, in one View.
 func (s *Service) snapshot(ctx context.Context, now time.Time) (Snapshot, error) {
+	if err := s.learn(ctx); err != nil {
+		return Snapshot{}, err
+	}
 	var snap Snapshot
 	var jobs []Job
 	var usage []UsageRecord

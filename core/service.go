@@ -31,10 +31,12 @@ func WithEstimator(e Estimator) Option { return func(s *Service) { s.estimator =
 func WithPlanner(p Planner) Option { return func(s *Service) { s.planner = p } }
 
 // NewService returns a Service over store with DefaultPolicy, the real
-// clock, DefaultEstimator and a Planner with DefaultPlanConfig.
+// clock, estimates learned from the store's finished runs (History, which
+// answers with DefaultEstimator's until it has any) and a Planner with
+// DefaultPlanConfig.
 func NewService(store Store, opts ...Option) *Service {
 	s := &Service{store: store, policy: DefaultPolicy, now: time.Now,
-		estimator: DefaultEstimator{}, planner: Planner{Config: DefaultPlanConfig}}
+		estimator: newLearner(), planner: Planner{Config: DefaultPlanConfig}}
 	for _, o := range opts {
 		o(s)
 	}

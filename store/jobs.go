@@ -73,6 +73,9 @@ func (t *tx) Jobs(ctx context.Context, f core.JobFilter) ([]core.Job, error) {
 	if len(f.Types) > 0 {
 		q = q.Where("type IN (?)", bun.In(f.Types))
 	}
+	if !f.EndedSince.IsZero() {
+		q = q.Where("ended_at >= ?", stamp(f.EndedSince))
+	}
 	if f.Limit > 0 {
 		q = q.Limit(int64(f.Limit))
 	}

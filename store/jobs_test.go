@@ -96,6 +96,8 @@ func TestJobs(t *testing.T) {
 			{"states", core.JobFilter{States: []core.JobState{core.JobQueued, core.JobRunning}}, []int64{plain.ID, full.ID}},
 			{"types", core.JobFilter{Types: []core.JobType{core.TypeEval, core.TypeTrain}}, []int64{eval.ID, plain.ID}},
 			{"limit", core.JobFilter{Limit: 1}, []int64{eval.ID}},
+			{"ended since, at the instant", core.JobFilter{EndedSince: hours(2)}, []int64{eval.ID}},
+			{"ended since, after it", core.JobFilter{EndedSince: hours(2).Add(time.Second)}, nil},
 		} {
 			t.Run("filter "+tc.name, func(t *testing.T) {
 				var js []core.Job

@@ -64,7 +64,8 @@ func (tx *memTx) Jobs(ctx context.Context, f core.JobFilter) ([]core.Job, error)
 		case f.Owner != "" && j.Owner != f.Owner,
 			f.Project != "" && j.Project != f.Project,
 			len(f.States) > 0 && !slices.Contains(f.States, j.State),
-			len(f.Types) > 0 && !slices.Contains(f.Types, j.Type):
+			len(f.Types) > 0 && !slices.Contains(f.Types, j.Type),
+			!f.EndedSince.IsZero() && (j.EndedAt.IsZero() || j.EndedAt.Before(f.EndedSince)):
 			continue
 		}
 		out = append(out, cloneJob(j))

@@ -1,0 +1,48 @@
+package core_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpucal/gpucal/core"
+	"github.com/gpucal/gpucal/core/coretest"
+)
+
+// TestFinishedRunsShapeEstimates: a recurring job's finished runs change
+// the next plan's estimate of the same job, with words that say so.
+func TestFinishedRunsShapeEstimates(t *testing.T) {
+	e := newEnv(t)
+	// Three earlier runs of alice's "nightly-eval", 40 minutes each, as the
+	// agent records them when they end.
+	for range 3 {
+		j := submit(t, e, "alice", coretest.Job(1, "a100").Name("nightly eval").Build())
+		start := e.Clock.Now()
+		e.Clock.Advance(40 * time.Minute)
+		finish(t, e, j.ID, start, e.Clock.Now(), core.JobSucceeded)
+	}
+	next := submit(t, e, "alice", coretest.Job(1, "a100").Name("nightly eval").Build())
+	replan(t, e)
+	got := job(t, e, next.ID).Prediction.Estimate
+	if got.P50 != 40*time.Minute || !strings.Contains(got.Source, "nightly-eval") || got.Samples != 3 {
+		t.Errorf("estimate after three 40-minute runs = %+v, want a P50 of 40m from 3 runs of nightly-eval", got)
+	}
+	// A job that never ran teaches nothing; another owner's job is not
+	// estimated from alice's runs of her job.
+	other := submit(t, e, "bob", coretest.Job(1, "a100").Name("train").Build())
+	replan(t, e)
+	if est := job(t, e, other.ID).Prediction.Estimate; strings.Contains(est.Source, "nightly-eval") {
+		t.Errorf("bob's job is estimated from alice's runs: %+v", est)
+	}
+}
+
+// finish records that job id ran from start to end and ended in state.
+func finish(t *testing.T, e *coretest.Env, id int64, start, end time.Time, state core.JobState) {
+	t.Helper()
+	j := job(t, e, id)
+	j.State, j.StartedAt, j.EndedAt = state, start, end
+	err := e.Store.Update(ctx, func(tx core.Tx) error { return tx.UpdateJob(ctx, j) })
+	if err != nil {
+		t.Fatalf("finishing j%d: %v", id, err)
+	}
+}
