@@ -131,7 +131,7 @@ func (s *Service) jobItem(j Job, now time.Time) (CalendarItem, bool) {
 	item := CalendarItem{Kind: "job", ID: JobName(j.ID), Owner: j.Owner, Project: j.Project, Note: j.Name,
 		JobState: j.State, JobType: j.Type}
 	if j.State.Holding() {
-		est := s.estimator.Estimate(j, now)
+		est := s.estimate(j, now)
 		item.Start, item.StartP90 = j.StartedAt, j.StartedAt
 		item.End = p.EndP50
 		if !item.End.After(now) {

@@ -189,19 +189,74 @@ func (h *History) Observe(r Run) {
 
 // Estimate implements Estimator.
 func (h *History) Estimate(j Job, now time.Time) Estimate {
+	d, words, runs, ok := h.distribution(j, now)
+	if !ok {
+		return h.cfg.Fallback.Estimate(j, now)
+	}
+	return estimateOf(d, words, runs)
+}
+
+// EstimateRunning estimates a job that has run for elapsed: the same
+// distribution, conditioned on the run lasting longer than that. A job
+// past every run its groups have seen is expected to need a tenth more
+// (P90: half again), never to have ended already.
+func (h *History) EstimateRunning(j Job, elapsed time.Duration, now time.Time) Estimate {
+	d, words, runs, ok := h.distribution(j, now)
+	if !ok {
+		return conditioned(h.cfg.Fallback.Estimate(j, now), elapsed)
+	}
+	var longer distribution
+	total := 0.0
+	for _, m := range d {
+		if fromLog(m.x) > elapsed {
+			longer = append(longer, m)
+			total += m.p
+		}
+	}
+	if total <= 0 {
+		return conditioned(estimateOf(d, words, runs), elapsed)
+	}
+	for i := range longer {
+		longer[i].p /= total
+	}
+	e := estimateOf(longer, words, runs)
+	e.Source += ", given how long it has run" // words that do not change by the minute: plans compare them
+	return e
+}
+
+// conditioned moves an estimate that a run has outlived past its elapsed
+// time: a tenth more for P50, half again for P90 (at least a minute).
+func conditioned(e Estimate, elapsed time.Duration) Estimate {
+	if elapsed < e.P50 {
+		return e
+	}
+	e.P50 = max(elapsed+elapsed/10, elapsed+time.Minute)
+	e.P90 = max(e.P90, elapsed+elapsed/2, e.P50+time.Minute)
+	e.Source += ", and it has run longer than that"
+	return e
+}
+
+// estimateOf reads P50 and P90 off a distribution of log durations.
+func estimateOf(d distribution, words string, runs int) Estimate {
+	x50 := d.quantile(0.5)
+	p90 := max(fromLog(d.quantile(0.9)), fromLog(x50+minUpper))
+	return Estimate{P50: fromLog(x50), P90: p90, Source: words, Samples: runs}
+}
+
+// distribution is the mixture of j's groups and its guess (see History),
+// with the words that say where it came from; ok is false with no history.
+func (h *History) distribution(j Job, now time.Time) (d distribution, words string, runs int, ok bool) {
 	family := j.Model
 	if m, ok := ParseModel(j.Model); ok {
 		family = m.Family
 	}
-	keys, ok := groupKeys(j.Owner, j.Project, j.Name, family, j.GPUs)
+	keys, has := groupKeys(j.Owner, j.Project, j.Name, family, j.GPUs)
 	// 1. Walk from the finest group to the coarsest. Each takes the share
 	//    n/(n+k) of what is left, n counting only the runs it adds to the
 	//    finer groups (the same run is in several groups and must not
 	//    weigh more for it); everyone takes the rest.
 	var (
-		d        distribution
 		source   level
-		runs     int
 		found    bool
 		left     = 1.0
 		counted  float64
@@ -209,7 +264,7 @@ func (h *History) Estimate(j Job, now time.Time) Estimate {
 	)
 	for l := levels - 1; l >= coarsest; l-- {
 		g := h.groups[keys[l]]
-		if !ok[l] || g == nil {
+		if !has[l] || g == nil {
 			continue
 		}
 		if !found {
@@ -230,9 +285,9 @@ func (h *History) Estimate(j Job, now time.Time) Estimate {
 		left -= share
 	}
 	if !found {
-		return h.cfg.Fallback.Estimate(j, now)
+		return nil, "", 0, false
 	}
-	words := describe(source, runs, j, family)
+	words = describe(source, runs, j, family)
 	// 2. Blend in the submitter's guess, scaled by how far off that owner's
 	//    guesses have been, and weighted by how consistently so.
 	if j.Hints.Guess > 0 {
@@ -248,13 +303,11 @@ func (h *History) Estimate(j Job, now time.Time) Estimate {
 			words += fmt.Sprintf(", with %s weighted %d%%", whose, pct)
 		}
 	}
-	// 3. P90 at least a quarter longer than P50: no history is that sure.
-	x50 := d.quantile(0.5)
-	p90 := max(fromLog(d.quantile(0.9)), fromLog(x50+minUpper))
-	return Estimate{P50: fromLog(x50), P90: p90, Source: words, Samples: runs}
+	return d, words, runs, true
 }
 
-// minUpper is the least distance from P50 to P90 in log space: ln 1.25.
+// minUpper, P90 at least a quarter longer than P50 (no history is that
+// sure), is the least distance from P50 to P90 in log space: ln 1.25.
 var minUpper = math.Log(1.25)
 
 // guessPrior is log(actual / guess) before any guess has been checked: a

@@ -198,3 +198,38 @@ func TestHistoryInvariants(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateRunning: a running job's estimate is conditioned on how long
+// it has run, and a job past every run seen is never predicted to be over.
+func TestEstimateRunning(t *testing.T) {
+	h := NewHistory(HistoryConfig{})
+	end := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for i, m := range []int{10, 20, 30, 40, 60, 20, 30} {
+		h.Observe(Run{Owner: "alice", Name: "eval", GPUs: 1, Duration: time.Duration(m) * time.Minute,
+			EndedAt: end.Add(time.Duration(i) * time.Hour), Outcome: OutcomeCompleted})
+	}
+	j := Job{Owner: "alice", Name: "eval", GPUs: 1}
+	now := end.Add(10 * time.Hour)
+	fresh := h.Estimate(j, now)
+	if fresh.P50 != 30*time.Minute {
+		t.Fatalf("P50 before it runs = %v, want 30m (the median run)", fresh.P50)
+	}
+	for _, tc := range []struct {
+		elapsed time.Duration
+		minP50  time.Duration
+	}{
+		{5 * time.Minute, 30 * time.Minute},  // no run was shorter: the same estimate
+		{35 * time.Minute, 40 * time.Minute}, // only the 40 and 60 minute runs are left
+		{2 * time.Hour, 2 * time.Hour},       // past every run: still ahead of now
+	} {
+		e := h.EstimateRunning(j, tc.elapsed, now)
+		if e.P50 < tc.minP50 || e.P50 <= tc.elapsed || e.P90 < e.P50 {
+			t.Errorf("after %v: %+v, want P50 ≥ %v and past the elapsed time, P90 ≥ P50", tc.elapsed, e, tc.minP50)
+		}
+	}
+	// Without history the fallback is conditioned the same way.
+	e := NewHistory(HistoryConfig{}).EstimateRunning(Job{GPUs: 1, Hints: Hints{Guess: time.Hour}}, 3*time.Hour, now)
+	if e.P50 <= 3*time.Hour || e.P90 < e.P50 {
+		t.Errorf("a guessed 1h job after 3h: %+v, want it to end after now", e)
+	}
+}

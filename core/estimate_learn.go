@@ -31,6 +31,29 @@ func (l *learner) Estimate(j Job, now time.Time) Estimate {
 	return l.h.Estimate(j, now)
 }
 
+// EstimateRunning implements RunningEstimator; it is safe for concurrent use.
+func (l *learner) EstimateRunning(j Job, elapsed time.Duration, now time.Time) Estimate {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.h.EstimateRunning(j, elapsed, now)
+}
+
+// RunningEstimator is an Estimator that can take into account how long a
+// job has already run, so that a job past its estimate is never predicted
+// to have ended already.
+type RunningEstimator interface {
+	EstimateRunning(j Job, elapsed time.Duration, now time.Time) Estimate
+}
+
+// estimate is the Service's estimate of j at now: conditioned on how long
+// it has run when it has started and the estimator can.
+func (s *Service) estimate(j Job, now time.Time) Estimate {
+	if re, ok := s.estimator.(RunningEstimator); ok && !j.StartedAt.IsZero() && now.After(j.StartedAt) {
+		return re.EstimateRunning(j, now.Sub(j.StartedAt), now)
+	}
+	return s.estimator.Estimate(j, now)
+}
+
 // endedStates are the states of jobs that are over.
 var endedStates = []JobState{JobSucceeded, JobFailed, JobPreempted, JobCancelled}
 

@@ -146,7 +146,7 @@ func (s *Service) snapshot(ctx context.Context, now time.Time) (Snapshot, error)
 	slices.SortFunc(jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
 	snap.Estimates = make(map[int64]Estimate, len(jobs))
 	for _, j := range jobs {
-		snap.Estimates[j.ID] = s.estimator.Estimate(j, now)
+		snap.Estimates[j.ID] = s.estimate(j, now)
 		if j.State == JobQueued {
 			snap.Queued = append(snap.Queued, j)
 		} else {
