@@ -80,7 +80,7 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger) (*DB, error) {
 		return nil, err
 	}
 	db.logger = logger.With("dialect", db.dialect)
-	if err := db.Ping(ctx); err != nil {
+	if err := db.firstPing(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -183,6 +183,28 @@ func (db *DB) Close() error {
 
 // Dialect returns "sqlite" or "postgres".
 func (db *DB) Dialect() string { return db.dialect }
+
+// firstPing is Ping when the database is opened. On SQLite, several
+// processes opening one file together can meet SQLITE_BUSY while a
+// connection switches the file to WAL (SQLite does not call the busy
+// handler there), so a busy first ping is tried again for up to ten
+// seconds.
+func (db *DB) firstPing(ctx context.Context) error {
+	wait := 20 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := db.Ping(ctx)
+		if err == nil || db.dialect != SQLite || sqliteCode(err)&sqlitePrimaryMask != sqliteBusy || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
 
 // Ping checks that the database answers, for readiness probes. Its error
 // has code core.CodeUnavailable.
