@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
+	"io"
 
 	"github.com/gpucal/gpucal/sim"
 )
@@ -73,25 +71,16 @@ func runEvalEstimate(ctx context.Context, e *env, args []string) error {
 	return sim.WriteEvalTable(e.stdout, ev)
 }
 
-// readTrace reads a whole trace file, through `xz -dc` when its name ends
-// in .xz. Evaluation reads it twice (the jobs, and for SWF their waits), so
-// it keeps the bytes rather than streaming them as loadTrace does.
+// readTrace reads a whole trace file (see openTrace). Evaluation reads it
+// twice (the jobs, and for SWF their waits), so it keeps the bytes.
 func readTrace(ctx context.Context, path string) ([]byte, error) {
-	if !strings.HasSuffix(path, ".xz") {
-		return os.ReadFile(path)
-	}
-	if _, err := os.Stat(path); err != nil {
+	r, err := openTrace(ctx, path)
+	if err != nil {
 		return nil, err
 	}
-	xz, err := exec.LookPath("xz")
-	if err != nil {
-		return nil, fmt.Errorf("%s is xz-compressed and the xz program is not installed: install xz (the xz-utils package) or decompress the file first", path)
+	data, readErr := io.ReadAll(r)
+	if err := r.Close(); err != nil {
+		return nil, err
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, xz, "-dc", path)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("xz -dc %s: %w: %s", path, err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.Bytes(), nil
+	return data, readErr
 }

@@ -88,49 +88,64 @@ func runSim(ctx context.Context, e *env, args []string) error {
 }
 
 // loadTrace reads a trace file, through `xz -dc` when its name ends in .xz
-// (the standard library has no xz reader).
+// (streamed, not held in memory).
 func loadTrace(ctx context.Context, path string, f sim.Format) (sim.Trace, error) {
+	r, err := openTrace(ctx, path)
+	if err != nil {
+		return sim.Trace{}, err
+	}
+	tr, loadErr := sim.Load(r, f)
+	if closeErr := r.Close(); loadErr == nil && closeErr != nil {
+		return sim.Trace{}, closeErr
+	}
+	if loadErr != nil {
+		return sim.Trace{}, fmt.Errorf("%s: %w", path, loadErr)
+	}
+	return tr, nil
+}
+
+// openTrace opens a trace file for reading, through `xz -dc` when its name
+// ends in .xz. Closing it waits for xz and reports how xz ended.
+func openTrace(ctx context.Context, path string) (io.ReadCloser, error) {
 	if !strings.HasSuffix(path, ".xz") {
-		file, err := os.Open(path)
-		if err != nil {
-			return sim.Trace{}, err
-		}
-		defer file.Close()
-		tr, err := sim.Load(file, f)
-		if err != nil {
-			return sim.Trace{}, fmt.Errorf("%s: %w", path, err)
-		}
-		return tr, nil
+		return os.Open(path)
 	}
 	if _, err := os.Stat(path); err != nil {
-		return sim.Trace{}, err
+		return nil, err
 	}
 	xz, err := exec.LookPath("xz")
 	if err != nil {
-		return sim.Trace{}, fmt.Errorf("%s is xz-compressed and the xz program is not installed: install xz (the xz-utils package) or decompress the file first", path)
+		return nil, fmt.Errorf("%s is xz-compressed and the xz program is not installed: install xz (the xz-utils package) or decompress the file first", path)
 	}
 	cmd := exec.CommandContext(ctx, xz, "-dc", path)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return sim.Trace{}, err
+	x := &xzReader{cmd: cmd, path: path}
+	cmd.Stderr = &x.stderr
+	if x.out, err = cmd.StdoutPipe(); err != nil {
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return sim.Trace{}, fmt.Errorf("running xz: %w", err)
+		return nil, fmt.Errorf("running xz: %w", err)
 	}
-	tr, loadErr := sim.Load(out, f)
-	if loadErr != nil {
-		_, _ = io.Copy(io.Discard, out) // let xz finish writing before waiting for it
+	return x, nil
+}
+
+// xzReader is the output of a running `xz -dc`.
+type xzReader struct {
+	cmd    *exec.Cmd
+	path   string
+	out    io.ReadCloser
+	stderr bytes.Buffer
+}
+
+func (x *xzReader) Read(p []byte) (int, error) { return x.out.Read(p) }
+
+// Close lets xz finish writing, waits for it and reports its failure.
+func (x *xzReader) Close() error {
+	_, _ = io.Copy(io.Discard, x.out)
+	if err := x.cmd.Wait(); err != nil {
+		return fmt.Errorf("xz -dc %s: %w: %s", x.path, err, strings.TrimSpace(x.stderr.String()))
 	}
-	waitErr := cmd.Wait()
-	switch {
-	case loadErr != nil:
-		return sim.Trace{}, fmt.Errorf("%s: %w", path, loadErr)
-	case waitErr != nil:
-		return sim.Trace{}, fmt.Errorf("xz -dc %s: %w: %s", path, waitErr, strings.TrimSpace(stderr.String()))
-	}
-	return tr, nil
+	return nil
 }
 
 // traceFormat checks the --trace and --format flags of the commands that
