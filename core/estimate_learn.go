@@ -45,13 +45,21 @@ type RunningEstimator interface {
 	EstimateRunning(j Job, elapsed time.Duration, now time.Time) Estimate
 }
 
-// estimate is the Service's estimate of j at now: conditioned on how long
-// it has run when it has started and the estimator can.
+// estimate is the Service's estimate of j at now. A job that has started
+// is estimated given how long it has run (by the estimator when it can,
+// else by conditioned), then given the progress it reported.
 func (s *Service) estimate(j Job, now time.Time) Estimate {
-	if re, ok := s.estimator.(RunningEstimator); ok && !j.StartedAt.IsZero() && now.After(j.StartedAt) {
-		return re.EstimateRunning(j, now.Sub(j.StartedAt), now)
+	if j.StartedAt.IsZero() || !now.After(j.StartedAt) {
+		return s.estimator.Estimate(j, now)
 	}
-	return s.estimator.Estimate(j, now)
+	elapsed := now.Sub(j.StartedAt)
+	var e Estimate
+	if re, ok := s.estimator.(RunningEstimator); ok {
+		e = re.EstimateRunning(j, elapsed, now)
+	} else {
+		e = conditioned(s.estimator.Estimate(j, now), elapsed)
+	}
+	return WithProgress(e, j.Progress, elapsed, now)
 }
 
 // endedStates are the states of jobs that are over.

@@ -102,6 +102,7 @@ type Job struct {
 	StartedAt   time.Time // zero until it starts
 	EndedAt     time.Time // zero until it ends
 	Assigned    []GPURef  // the GPUs it holds once starting
+	Progress    Progress  // what it last reported about how far it is, once running
 	Prediction  Prediction
 }
 

@@ -72,6 +72,8 @@ type Tx interface {
 	// Prediction. A GPU may be held by one holding job at a time; a second
 	// one is refused with a CodeConflict error.
 	UpdateJob(ctx context.Context, j Job) error
+	// SetProgress stores the progress job id reported.
+	SetProgress(ctx context.Context, id int64, p Progress) error
 	// SetPredictions stores the prediction of each job in ps that is not
 	// finished; finished jobs keep theirs.
 	SetPredictions(ctx context.Context, ps map[int64]Prediction) error

@@ -160,6 +160,25 @@ func (t *tx) UpdateJob(ctx context.Context, j core.Job) error {
 	return nil
 }
 
+// SetProgress stores the progress job id reported.
+func (t *tx) SetProgress(ctx context.Context, id int64, p core.Progress) error {
+	row := jobRow{ID: id, ProgressFrac: p.Fraction, ProgressStep: p.Step, ProgressTotal: p.Total,
+		ProgressAt: stamp(p.At), ProgressRate: p.Rate}
+	res, err := t.db.NewUpdate().Model(&row).
+		Column("progress_fraction", "progress_step", "progress_total", "progress_at", "progress_rate").
+		WherePK().
+		Exec(ctx)
+	if err != nil {
+		return dbError("set progress", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return dbError("set progress", err)
+	} else if n == 0 {
+		return notFound("job %s", core.JobName(id))
+	}
+	return nil
+}
+
 // SetPredictions stores the predictions of the jobs in ps that are not
 // finished, one statement per job, in ID order.
 func (t *tx) SetPredictions(ctx context.Context, ps map[int64]core.Prediction) error {
@@ -294,6 +313,8 @@ func jobRowOf(j core.Job) (jobRow, error) {
 		SubmittedAt: stamp(j.SubmittedAt), StartedAt: stamp(j.StartedAt), EndedAt: stamp(j.EndedAt),
 		PlannedAt: stamp(p.PlannedAt), Position: p.Position, StartP50: stamp(p.StartP50), StartP90: stamp(p.StartP90),
 		EndP50: stamp(p.EndP50), EndP90: stamp(p.EndP90), PlannedGPUs: string(gpus), Reason: p.Reason, Estimate: string(est),
+		ProgressFrac: j.Progress.Fraction, ProgressStep: j.Progress.Step, ProgressTotal: j.Progress.Total,
+		ProgressAt: stamp(j.Progress.At), ProgressRate: j.Progress.Rate,
 	}
 	if p.Drain != nil {
 		d, err := json.Marshal(p.Drain)
@@ -318,6 +339,8 @@ func (r jobRow) job() (core.Job, error) {
 		SubmittedAt: r.SubmittedAt.Time(), StartedAt: r.StartedAt.Time(), EndedAt: r.EndedAt.Time(),
 		Prediction: core.Prediction{PlannedAt: r.PlannedAt.Time(), Position: r.Position, StartP50: r.StartP50.Time(),
 			StartP90: r.StartP90.Time(), EndP50: r.EndP50.Time(), EndP90: r.EndP90.Time(), Reason: r.Reason},
+		Progress: core.Progress{Fraction: r.ProgressFrac, Step: r.ProgressStep, Total: r.ProgressTotal,
+			At: r.ProgressAt.Time(), Rate: r.ProgressRate},
 	}
 	if err := json.Unmarshal([]byte(r.PlannedGPUs), &j.Prediction.GPUs); err != nil {
 		return core.Job{}, fmt.Errorf("store: job %s: planned gpus: %w", core.JobName(r.ID), err)

@@ -196,6 +196,37 @@ func TestPredictionsAndUsage(t *testing.T) {
 	})
 }
 
+func TestProgress(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn)
+		ctx := context.Background()
+		j := f.insertJob(t, newJob("alice", 1))
+		if got := f.job(t, j.ID).Progress; got.Reported() {
+			t.Fatalf("a new job has progress %+v", got)
+		}
+		p := core.Progress{Fraction: 0.125, Step: 125, Total: 1000, At: hours(1), Rate: 1.0 / 7200}
+		update(t, f.db, func(tx core.Tx) error { return tx.SetProgress(ctx, j.ID, p) })
+		if diff := cmp.Diff(p, f.job(t, j.ID).Progress); diff != "" {
+			t.Errorf("stored progress (-want +got):\n%s", diff)
+		}
+		// Updating the job's state or prediction keeps its progress.
+		got := f.job(t, j.ID)
+		got.State = core.JobCancelled
+		got.EndedAt = hours(2)
+		update(t, f.db, func(tx core.Tx) error { return tx.UpdateJob(ctx, got) })
+		if diff := cmp.Diff(p, f.job(t, j.ID).Progress); diff != "" {
+			t.Errorf("progress after UpdateJob (-want +got):\n%s", diff)
+		}
+		err := f.db.Update(ctx, func(tx core.Tx) error { return tx.SetProgress(ctx, 9999, p) })
+		wantCode(t, err, core.CodeNotFound, "job j9999 not found")
+		// The database refuses a fraction no job can have.
+		err = f.db.Update(ctx, func(tx core.Tx) error { return tx.SetProgress(ctx, j.ID, core.Progress{Fraction: 1.5, At: hours(3)}) })
+		if err == nil {
+			t.Error("SetProgress stored a fraction of 1.5")
+		}
+	})
+}
+
 func TestEvents(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, dsn string) {
 		f := newFixture(t, dsn)

@@ -126,31 +126,36 @@ type migrationRow struct {
 
 type jobRow struct {
 	bun.BaseModel `bun:"table:jobs,alias:j"`
-	ID            int64  `bun:"id,pk,autoincrement"`
-	Owner         string `bun:"owner"`
-	Project       string `bun:"project,nullzero"`
-	Name          string `bun:"name"`
-	Type          string `bun:"type"`
-	GPUs          int    `bun:"gpus"`
-	Model         string `bun:"model"`
-	Class         string `bun:"class"`
-	Preemptible   bool   `bun:"preemptible"`
-	Reservation   int64  `bun:"reservation_id,nullzero"`
-	Spec          string `bun:"spec"`
-	State         string `bun:"state"`
-	SubmittedAt   stamp  `bun:"submitted_at"`
-	StartedAt     stamp  `bun:"started_at,nullzero"`
-	EndedAt       stamp  `bun:"ended_at,nullzero"`
-	PlannedAt     stamp  `bun:"planned_at,nullzero"`
-	Position      int    `bun:"position"`
-	StartP50      stamp  `bun:"start_p50,nullzero"`
-	StartP90      stamp  `bun:"start_p90,nullzero"`
-	EndP50        stamp  `bun:"end_p50,nullzero"`
-	EndP90        stamp  `bun:"end_p90,nullzero"`
-	PlannedGPUs   string `bun:"planned_gpus"`
-	Reason        string `bun:"reason"`
-	Estimate      string `bun:"estimate"`
-	Drain         string `bun:"drain,nullzero"`
+	ID            int64   `bun:"id,pk,autoincrement"`
+	Owner         string  `bun:"owner"`
+	Project       string  `bun:"project,nullzero"`
+	Name          string  `bun:"name"`
+	Type          string  `bun:"type"`
+	GPUs          int     `bun:"gpus"`
+	Model         string  `bun:"model"`
+	Class         string  `bun:"class"`
+	Preemptible   bool    `bun:"preemptible"`
+	Reservation   int64   `bun:"reservation_id,nullzero"`
+	Spec          string  `bun:"spec"`
+	State         string  `bun:"state"`
+	SubmittedAt   stamp   `bun:"submitted_at"`
+	StartedAt     stamp   `bun:"started_at,nullzero"`
+	EndedAt       stamp   `bun:"ended_at,nullzero"`
+	PlannedAt     stamp   `bun:"planned_at,nullzero"`
+	Position      int     `bun:"position"`
+	StartP50      stamp   `bun:"start_p50,nullzero"`
+	StartP90      stamp   `bun:"start_p90,nullzero"`
+	EndP50        stamp   `bun:"end_p50,nullzero"`
+	EndP90        stamp   `bun:"end_p90,nullzero"`
+	PlannedGPUs   string  `bun:"planned_gpus"`
+	Reason        string  `bun:"reason"`
+	Estimate      string  `bun:"estimate"`
+	Drain         string  `bun:"drain,nullzero"`
+	ProgressFrac  float64 `bun:"progress_fraction"`
+	ProgressStep  int64   `bun:"progress_step"`
+	ProgressTotal int64   `bun:"progress_total"`
+	ProgressAt    stamp   `bun:"progress_at,nullzero"`
+	ProgressRate  float64 `bun:"progress_rate"`
 }
 
 // jobSpec is the spec column: what the agent needs to run a job and what

@@ -271,7 +271,27 @@ type Job struct {
 	StartedAt   time.Time         `json:"started_at,omitzero"`
 	EndedAt     time.Time         `json:"ended_at,omitzero"`
 	Assigned    []GPU             `json:"assigned,omitempty"` // the GPUs it holds (or held) once started
+	Progress    *Progress         `json:"progress,omitempty"` // what it last reported, once it has
 	Prediction  *Prediction       `json:"prediction,omitempty"`
+}
+
+// ProgressRequest is the body of POST /api/v1/jobs/{id}/progress: either
+// {"fraction": 0.42} or {"step": 120, "total": 1000}.
+type ProgressRequest struct {
+	Fraction *float64 `json:"fraction,omitempty"`
+	Step     *int64   `json:"step,omitempty"`
+	Total    *int64   `json:"total,omitempty"`
+}
+
+// Progress is what a running job last reported about how far it is.
+type Progress struct {
+	Fraction float64   `json:"fraction"`
+	Step     int64     `json:"step,omitempty"`
+	Total    int64     `json:"total,omitempty"`
+	At       time.Time `json:"at"`
+	// Rate is the share of the work done per second over the recent part of
+	// the run; steps per second are Rate × Total.
+	Rate float64 `json:"rate"`
 }
 
 // Prediction is what the latest plan says about a job: its place in the

@@ -178,6 +178,12 @@ func (c *Client) CancelJob(ctx context.Context, id string) (Job, error) {
 	return out, c.do(ctx, http.MethodDelete, "/api/v1/jobs/"+url.PathEscape(id), nil, nil, &out)
 }
 
+// ReportProgress tells the server how far a running job has come.
+func (c *Client) ReportProgress(ctx context.Context, id string, req ProgressRequest) (Job, error) {
+	var out Job
+	return out, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/progress", nil, req, &out)
+}
+
 // Queue returns the queue with every job's predicted start and end.
 func (c *Client) Queue(ctx context.Context) (Queue, error) {
 	var out Queue

@@ -109,6 +109,41 @@ func (s *Server) handleCancelJob(w http.ResponseWriter, r *http.Request, a core.
 	})
 }
 
+func (s *Server) handleProgress(w http.ResponseWriter, r *http.Request, a core.Actor) {
+	var req ProgressRequest
+	if err := decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	report, err := progressOf(req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.jobOp(w, r, a, func(ctx context.Context, id int64) (core.Job, error) {
+		j, err := s.svc.ReportProgress(ctx, a, id, report)
+		if err == nil {
+			s.changed()
+		}
+		return j, err
+	})
+}
+
+// progressOf reads a progress report: a fraction, or a step and a total.
+func progressOf(req ProgressRequest) (core.ProgressReport, error) {
+	switch {
+	case req.Fraction != nil && (req.Step != nil || req.Total != nil):
+		return core.ProgressReport{}, core.Errorf(core.CodeInvalid, "give progress as a fraction or as a step and a total, not both")
+	case req.Fraction != nil:
+		return core.ProgressReport{Fraction: *req.Fraction}, nil
+	case req.Step == nil || req.Total == nil:
+		return core.ProgressReport{}, core.Errorf(core.CodeInvalid, `progress needs {"fraction": 0.42} or {"step": 120, "total": 1000}`)
+	case *req.Total <= 0:
+		return core.ProgressReport{}, core.Errorf(core.CodeInvalid, "the total number of steps must be positive, got %d", *req.Total)
+	}
+	return core.ProgressReport{Step: *req.Step, Total: *req.Total}, nil
+}
+
 func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request, a core.Actor) {
 	q, err := s.svc.Queue(r.Context(), a)
 	if err != nil {
@@ -202,6 +237,9 @@ func jobJSON(j core.Job, gpus map[int64]core.GPURef) Job {
 	}
 	for _, g := range j.Assigned {
 		out.Assigned = append(out.Assigned, gpuRefJSON(g))
+	}
+	if p := j.Progress; p.Reported() {
+		out.Progress = &Progress{Fraction: p.Fraction, Step: p.Step, Total: p.Total, At: p.At, Rate: p.Rate}
 	}
 	if p := j.Prediction; !p.PlannedAt.IsZero() {
 		out.Prediction = &Prediction{PlannedAt: p.PlannedAt, Position: p.Position, StartP50: p.StartP50, StartP90: p.StartP90,

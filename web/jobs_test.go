@@ -297,3 +297,74 @@ func jobSnapshot(t *testing.T, f *fixture) string {
 	b, _ := json.Marshal(js)
 	return snapshot(t, f) + string(b)
 }
+
+func TestProgressAPI(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.alice.Submit(ctx, train(4, "10h"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.bob.Submit(ctx, web.SubmitRequest{GPUs: 8, Class: "low", Command: []string{"python", "eval.py"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	// j1 started an hour ago; j2 waits for the whole node.
+	if _, err := f.svc.Replan(ctx, now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	half, tenth := 0.5, 0.1
+	step, total, zero := int64(250), int64(1000), int64(0)
+	refused := []struct {
+		name   string
+		c      *web.Client
+		id     string
+		req    web.ProgressRequest
+		status int
+	}{
+		{"both forms", f.alice, "j1", web.ProgressRequest{Fraction: &half, Step: &step, Total: &total}, http.StatusUnprocessableEntity},
+		{"neither", f.alice, "j1", web.ProgressRequest{}, http.StatusUnprocessableEntity},
+		{"a step alone", f.alice, "j1", web.ProgressRequest{Step: &step}, http.StatusUnprocessableEntity},
+		{"no steps in all", f.alice, "j1", web.ProgressRequest{Step: &zero, Total: &zero}, http.StatusUnprocessableEntity},
+		{"past the end", f.alice, "j1", web.ProgressRequest{Step: &total, Total: &step}, http.StatusUnprocessableEntity},
+		{"someone else's job", f.bob, "j1", web.ProgressRequest{Fraction: &tenth}, http.StatusForbidden},
+		{"a queued job", f.bob, "j2", web.ProgressRequest{Fraction: &tenth}, http.StatusUnprocessableEntity},
+		{"no such job", f.alice, "j9", web.ProgressRequest{Fraction: &tenth}, http.StatusNotFound},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			before := f.changes.Load()
+			if _, err := tt.c.ReportProgress(ctx, tt.id, tt.req); apiErr(t, err).Status != tt.status {
+				t.Errorf("ReportProgress: %v, want %d", err, tt.status)
+			}
+			if got := f.changes.Load(); got != before {
+				t.Errorf("a refused report asked for a replan")
+			}
+		})
+	}
+	if j, err := f.alice.Job(ctx, "j1"); err != nil || j.Progress != nil {
+		t.Fatalf("after refused reports j1 = %+v, %v; want no progress", j, err)
+	}
+
+	before := f.changes.Load()
+	j, err := f.alice.ReportProgress(ctx, "j1", web.ProgressRequest{Step: &step, Total: &total})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &web.Progress{Fraction: 0.25, Step: 250, Total: 1000, At: now, Rate: 0.25 / 3600}
+	if diff := cmp.Diff(want, j.Progress); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+	if f.changes.Load() != before+1 {
+		t.Errorf("a report did not ask for a replan")
+	}
+	// The next plan reads the job's end off its speed: three more hours.
+	if _, err := f.svc.Replan(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	j, err = f.bob.Job(ctx, "j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := j.Prediction.Estimate; !strings.HasPrefix(e.Source, "25% done at 14.4 s/it") || e.P50 >= 10*3600 || e.P50 < 4*3600 {
+		t.Errorf("estimate after a quarter in an hour = %+v, want between 4h and 10h from progress", e)
+	}
+}

@@ -83,6 +83,7 @@ func (s *Server) routes() {
 	api("GET /api/v1/jobs/{id}", s.handleJob)
 	api("DELETE /api/v1/jobs/{id}", s.handleCancelJob)
 	api("POST /api/v1/jobs/{id}/cancel", s.handleCancelJob)
+	api("POST /api/v1/jobs/{id}/progress", s.handleProgress)
 	api("GET /api/v1/queue", s.handleQueue)
 	api("POST /api/v1/whatif", s.handleWhatIf)
 	api("GET /api/v1/users", s.handleUsers)

@@ -387,6 +387,17 @@ func TestSubmitQueue(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "WANDB_MODE=offline") || !strings.Contains(out, "python train.py --epochs 3") {
 		t.Errorf("job j1: exit %d:\n%s", code, out)
 	}
+	out, errOut, code = s.cli("progress", "j1", "250/1000")
+	if code != 0 || !strings.HasPrefix(out, "Recorded: j1 is 25% done (250 of 1000 steps") {
+		t.Errorf("progress j1 250/1000: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if _, errOut, code = s.cli("progress", "j1", "150%"); code == 0 || !strings.Contains(errOut, "between 0 and 1") {
+		t.Errorf("progress j1 150%%: exit %d, stderr: %s; want refused", code, errOut)
+	}
+	out, _, code = s.cli("job", "j1")
+	if code != 0 || !strings.Contains(out, "Progress") || !strings.Contains(out, "25% done (250 of 1000 steps") {
+		t.Errorf("job j1 after progress: exit %d:\n%s", code, out)
+	}
 	out, errOut, code = s.cli("cancel", "j2")
 	if code != 0 || !strings.HasPrefix(out, "Cancelled j2 (now cancelled)") {
 		t.Errorf("cancel j2: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)

@@ -315,6 +315,65 @@ func runJob(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+func runProgress(ctx context.Context, e *env, args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("progress", e)
+	pos, c, loc, err := cf.setup(e, fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	req, err := parseProgress(pos[1])
+	if err != nil {
+		return err
+	}
+	j, err := c.ReportProgress(ctx, pos[0], req)
+	if err != nil || cf.json {
+		return jsonOr(e, err, cf.json, j)
+	}
+	fmt.Fprintf(e.stdout, "Recorded: %s is %s.\n", j.ID, progressText(*j.Progress))
+	if p := j.Prediction; p != nil && !p.EndP50.IsZero() {
+		fmt.Fprintf(e.stdout, "The next plan recomputes its end (last predicted %s).\n", fmtWhen(p.EndP50, loc))
+	}
+	return nil
+}
+
+// parseProgress reads a progress report as a user types it: a fraction
+// ("0.42"), a percentage ("42%") or steps ("120/1000").
+func parseProgress(s string) (web.ProgressRequest, error) {
+	bad := fmt.Errorf("progress %q: give a fraction (0.42), a percentage (42%%) or steps (120/1000)", s)
+	if step, total, ok := strings.Cut(s, "/"); ok {
+		a, err1 := strconv.ParseInt(strings.TrimSpace(step), 10, 64)
+		b, err2 := strconv.ParseInt(strings.TrimSpace(total), 10, 64)
+		if err1 != nil || err2 != nil {
+			return web.ProgressRequest{}, bad
+		}
+		return web.ProgressRequest{Step: &a, Total: &b}, nil
+	}
+	t, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return web.ProgressRequest{}, bad
+	}
+	if pct {
+		f /= 100
+	}
+	return web.ProgressRequest{Fraction: &f}, nil
+}
+
+// progressText is a job's progress in words: "42% done (120 of 1000 steps,
+// 1.9 steps/s), reported 14:02".
+func progressText(p web.Progress) string {
+	s := fmt.Sprintf("%d%% done", int(math.Floor(100*p.Fraction)))
+	if p.Total > 0 {
+		s += fmt.Sprintf(" (%d of %d steps", p.Step, p.Total)
+		if p.Rate > 0 {
+			s += fmt.Sprintf(", %.2g steps/s", p.Rate*float64(p.Total))
+		}
+		s += ")"
+	}
+	return s
+}
+
 var jobID = regexp.MustCompile(`^[jJ][0-9]+$`)
 
 // cancelsJob reports whether a cancel command line names a job ("j42")
@@ -492,6 +551,9 @@ func printJob(w io.Writer, j web.Job, loc *time.Location) {
 	}
 	if !j.EndedAt.IsZero() {
 		fmt.Fprintf(tw, "Ended\t%s\n", fmtWhen(j.EndedAt, loc))
+	}
+	if p := j.Progress; p != nil {
+		fmt.Fprintf(tw, "Progress\t%s, reported %s\n", progressText(*p), fmtWhen(p.At, loc))
 	}
 	if p := j.Prediction; p != nil && (j.State == "queued" || !j.StartedAt.IsZero() && j.EndedAt.IsZero()) {
 		if j.State == "queued" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -190,4 +191,59 @@ func TestRenderCalendarJobs(t *testing.T) {
 			t.Errorf("calendar lacks %q:\n%s", want, got)
 		}
 	}
+}
+
+func TestParseProgress(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	n := func(v int64) *int64 { return &v }
+	tests := []struct {
+		in      string
+		want    web.ProgressRequest
+		wantErr bool
+	}{
+		{in: "0.42", want: web.ProgressRequest{Fraction: f(0.42)}},
+		{in: "42%", want: web.ProgressRequest{Fraction: f(0.42)}},
+		{in: " 100% ", want: web.ProgressRequest{Fraction: f(1)}},
+		{in: "120/1000", want: web.ProgressRequest{Step: n(120), Total: n(1000)}},
+		{in: "120 / 1000", want: web.ProgressRequest{Step: n(120), Total: n(1000)}},
+		// Out-of-range numbers are the server's to refuse, with its words.
+		{in: "1.5", want: web.ProgressRequest{Fraction: f(1.5)}},
+		{in: "", wantErr: true},
+		{in: "half", wantErr: true},
+		{in: "NaN", wantErr: true},
+		{in: "Inf%", wantErr: true},
+		{in: "1/2/3", wantErr: true},
+		{in: "1.5/10", wantErr: true},
+		{in: "%", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := parseProgress(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("parseProgress(%q) error = %v, want error %t", tt.in, err, tt.wantErr)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); !tt.wantErr && diff != "" {
+			t.Errorf("parseProgress(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+func FuzzParseProgress(f *testing.F) {
+	for _, s := range []string{"0.42", "42%", "120/1000", "1e-3", "-1/2", "50 %"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		req, err := parseProgress(s)
+		if err != nil {
+			return
+		}
+		fraction := req.Fraction != nil
+		steps := req.Step != nil && req.Total != nil
+		if fraction == steps {
+			t.Fatalf("parseProgress(%q) = %+v: want exactly one form", s, req)
+		}
+		if fraction && (math.IsNaN(*req.Fraction) || math.IsInf(*req.Fraction, 0)) {
+			t.Fatalf("parseProgress(%q) = %v, not a finite number", s, *req.Fraction)
+		}
+	})
 }

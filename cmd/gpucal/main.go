@@ -42,6 +42,7 @@ func commands() []command {
 		{"when", "when could a job start? when 8 h100 12h (changes nothing)", runWhen},
 		{"jobs", "list jobs: jobs --mine --state running --type finetune", runJobs},
 		{"job", "show one job: job j42 (cancel it: cancel j42)", runJob},
+		{"progress", "report how far a running job is: progress j42 0.42, 42%, or 120/1000 steps", runProgress},
 		{"calendar", "print a per-GPU timeline: calendar --from today --days 2", runCalendar},
 		{"token", "issue API tokens: token create --user alice [--admin]", runToken},
 		{"user", "manage users: user add alice [--admin], user list", runUser},

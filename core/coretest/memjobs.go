@@ -108,6 +108,19 @@ func (tx *memTx) UpdateJob(ctx context.Context, j core.Job) error {
 	return nil
 }
 
+func (tx *memTx) SetProgress(ctx context.Context, id int64, p core.Progress) error {
+	if err := tx.writable(); err != nil {
+		return err
+	}
+	j, ok := tx.d.jobs[id]
+	if !ok {
+		return core.Errorf(core.CodeNotFound, "job %s not found", core.JobName(id))
+	}
+	j.Progress = p
+	tx.d.jobs[id] = j
+	return nil
+}
+
 func (tx *memTx) SetPredictions(ctx context.Context, ps map[int64]core.Prediction) error {
 	if err := tx.writable(); err != nil {
 		return err
