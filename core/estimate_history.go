@@ -46,6 +46,7 @@ type Run struct {
 	GPUs     int
 	Family   string        // GPU model family ("h100"); "" when unknown
 	Guess    time.Duration // what the submitter guessed; 0 when they did not
+	Work     Work          // what its hints said it would compute; zero when they did not
 	Duration time.Duration // how long it ran
 	EndedAt  time.Time
 	Outcome  Outcome
@@ -107,15 +108,16 @@ func (c HistoryConfig) withDefaults() HistoryConfig {
 type History struct {
 	cfg     HistoryConfig
 	groups  map[groupKey]*runGroup
-	guesses map[string]*runGroup // per owner: log(actual / guess) of past runs
-	all     *runGroup            // the same for everyone
+	guesses map[string]*runGroup  // per owner: log(actual / guess) of past runs
+	all     *runGroup             // the same for everyone
+	work    map[workKey]*runGroup // log throughput per GPU of completed runs with work hints
 }
 
 // NewHistory returns an empty History.
 func NewHistory(cfg HistoryConfig) *History {
 	cfg = cfg.withDefaults()
 	return &History{cfg: cfg, groups: map[groupKey]*runGroup{}, guesses: map[string]*runGroup{},
-		all: newRunGroup(16 * cfg.Window)}
+		all: newRunGroup(16 * cfg.Window), work: map[workKey]*runGroup{}}
 }
 
 // level is a grouping of runs, coarsest first.
@@ -185,6 +187,7 @@ func (h *History) Observe(r Run) {
 		}
 		h.all.add(e)
 	}
+	h.observeWork(r)
 }
 
 // Estimate implements Estimator.
@@ -243,52 +246,57 @@ func estimateOf(d distribution, words string, runs int) Estimate {
 	return Estimate{P50: fromLog(x50), P90: p90, Source: words, Samples: runs}
 }
 
-// distribution is the mixture of j's groups and its guess (see History),
-// with the words that say where it came from; ok is false with no history.
+// distribution is the mixture of j's groups, the estimate from its work
+// and its guess (see History), with the words that say where it came from;
+// ok is false when nothing is known.
 func (h *History) distribution(j Job, now time.Time) (d distribution, words string, runs int, ok bool) {
 	family := j.Model
 	if m, ok := ParseModel(j.Model); ok {
 		family = m.Family
 	}
+	// 1. The runs of similar jobs, from the finest group to the coarsest.
 	keys, has := groupKeys(j.Owner, j.Project, j.Name, family, j.GPUs)
-	// 1. Walk from the finest group to the coarsest. Each takes the share
-	//    n/(n+k) of what is left, n counting only the runs it adds to the
-	//    finer groups (the same run is in several groups and must not
-	//    weigh more for it); everyone takes the rest.
-	var (
-		source   level
-		found    bool
-		left     = 1.0
-		counted  float64
-		coarsest = levelEveryone
-	)
-	for l := levels - 1; l >= coarsest; l-- {
-		g := h.groups[keys[l]]
-		if !has[l] || g == nil {
-			continue
+	gs := make([]*runGroup, 0, levels)
+	for l := levels - 1; l >= 0; l-- {
+		if has[l] {
+			gs = append(gs, h.groups[keys[l]])
+		} else {
+			gs = append(gs, nil)
 		}
-		if !found {
-			source, runs, found = l, len(g.runs), true
+	}
+	past, finest, found := h.shrink(gs, nil, now)
+	if found {
+		runs = len(gs[finest].runs)
+		words = describe(levels-1-level(finest), runs, j, family)
+		d = past
+	}
+	// 2. The work its hints describe at a learned (or assumed) throughput.
+	//    A learned throughput replaces the durations of other jobs (they
+	//    ran other sizes) and those of earlier runs of this job (the
+	//    throughput is the same evidence, scaled to this run's size). Only
+	//    a bare FLOPs prior, or a throughput of other jobs against earlier
+	//    runs of this one, is weighed against the durations by precision.
+	if work, workWords, workRuns, same, ok := h.workDistribution(j, family, now); ok {
+		sameJob := found && levels-1-level(finest) >= levelOwnerName
+		if !found || same || (workRuns > 0 && !sameJob) {
+			d, words, runs, found = work, workWords, workRuns, true
+		} else {
+			a := work.precision() / (work.precision() + past.precision())
+			d = past.mix(work, a)
+			if pct := int(math.Round(100 * a)); pct >= 50 {
+				words, runs = workWords, workRuns
+				if pct < 100 {
+					words += fmt.Sprintf(", with the history of similar jobs weighted %d%%", 100-pct)
+				}
+			} else if pct > 0 {
+				words += fmt.Sprintf(", with the work hints weighted %d%%", pct)
+			}
 		}
-		sum := g.summary(h.cfg.HalfLife)
-		n := sum.weight(now, h.cfg.HalfLife)
-		share := left
-		if l > coarsest {
-			added := max(n-counted, 0)
-			share = left * added / (added + h.cfg.Prior)
-		}
-		counted = max(counted, n)
-		if share <= 0 {
-			continue
-		}
-		d = d.mix(sum.dist, share/(1-left+share))
-		left -= share
 	}
 	if !found {
 		return nil, "", 0, false
 	}
-	words = describe(source, runs, j, family)
-	// 2. Blend in the submitter's guess, scaled by how far off that owner's
+	// 3. Blend in the submitter's guess, scaled by how far off that owner's
 	//    guesses have been, and weighted by how consistently so.
 	if j.Hints.Guess > 0 {
 		errs, n := h.guessErrors(j.Owner, now)
@@ -304,6 +312,50 @@ func (h *History) distribution(j Job, now time.Time) (d distribution, words stri
 		}
 	}
 	return d, words, runs, true
+}
+
+// shrink mixes groups given finest first (nil where a level has none).
+// Each takes the share n/(n+k) of what the finer ones left, n its
+// recency-weighted run count counting only the runs it adds to the finer
+// groups (the same run is in several groups and must not weigh more for
+// it) and k HistoryConfig.Prior; base, when given, takes the rest, else the
+// coarsest group present does. finest is the index of the first group
+// present, -1 for none; ok is false when there is neither a group nor base.
+func (h *History) shrink(gs []*runGroup, base distribution, now time.Time) (d distribution, finest int, ok bool) {
+	coarsest := -1
+	for i, g := range gs {
+		if g != nil {
+			coarsest = i
+		}
+	}
+	finest = -1
+	left, counted := 1.0, 0.0
+	for i := 0; i <= coarsest; i++ {
+		g := gs[i]
+		if g == nil {
+			continue
+		}
+		if finest < 0 {
+			finest = i
+		}
+		sum := g.summary(h.cfg.HalfLife)
+		n := sum.weight(now, h.cfg.HalfLife)
+		share := left
+		if i < coarsest || base != nil {
+			added := max(n-counted, 0)
+			share = left * added / (added + h.cfg.Prior)
+		}
+		counted = max(counted, n)
+		if share <= 0 {
+			continue
+		}
+		d = d.mix(sum.dist, share/(1-left+share))
+		left -= share
+	}
+	if base != nil && left > 0 {
+		d = d.mix(base, left)
+	}
+	return d, finest, len(d) > 0
 }
 
 // minUpper, P90 at least a quarter longer than P50 (no history is that

@@ -118,5 +118,5 @@ func runOf(j Job) (Run, bool) {
 	}
 	m, _ := ParseModel(j.Model)
 	return Run{Owner: j.Owner, Project: j.Project, Name: j.Name, GPUs: j.GPUs, Family: m.Family,
-		Guess: j.Hints.Guess, Duration: j.EndedAt.Sub(j.StartedAt), EndedAt: j.EndedAt, Outcome: outcome}, true
+		Guess: j.Hints.Guess, Work: WorkOf(j.Type, j.Hints), Duration: j.EndedAt.Sub(j.StartedAt), EndedAt: j.EndedAt, Outcome: outcome}, true
 }

@@ -36,6 +36,37 @@ func TestFinishedRunsShapeEstimates(t *testing.T) {
 	}
 }
 
+// TestFinishedRunsTeachThroughput: a job that states its work is first
+// estimated from the FLOPs prior, then from the speed of its finished runs,
+// scaled to the size of the next one.
+func TestFinishedRunsTeachThroughput(t *testing.T) {
+	e := newEnv(t)
+	llama := func(tokens float64) core.SubmitRequest {
+		return coretest.Job(8, "h100").Name("llama-ft").Hints(core.Hints{Params: 7e9, Tokens: tokens}).Build()
+	}
+	first := submit(t, e, "alice", llama(2e10))
+	replan(t, e)
+	if est := job(t, e, first.ID).Prediction.Estimate; !strings.HasPrefix(est.Source, "from the work, 8.4e+20 FLOPs on 8×h100") {
+		t.Errorf("first run's estimate = %+v, want the FLOPs prior", est)
+	}
+	// It and a second run take ten hours each.
+	for i := range 2 {
+		id := first.ID
+		if i > 0 {
+			id = submit(t, e, "alice", llama(2e10)).ID
+		}
+		start := e.Clock.Now()
+		e.Clock.Advance(10 * time.Hour)
+		finish(t, e, id, start, e.Clock.Now(), core.JobSucceeded)
+	}
+	next := submit(t, e, "alice", llama(4e10))
+	replan(t, e)
+	got := job(t, e, next.ID).Prediction.Estimate
+	if got.P50 != 20*time.Hour || got.Source != "from 2 earlier runs of llama-ft by alice on h100, scaled to 1.7e+21 FLOPs on 8×h100" {
+		t.Errorf("estimate of twice the tokens = %+v, want 20h scaled from the 2 runs", got)
+	}
+}
+
 // finish records that job id ran from start to end and ended in state.
 func finish(t *testing.T, e *coretest.Env, id int64, start, end time.Time, state core.JobState) {
 	t.Helper()

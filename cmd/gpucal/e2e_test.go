@@ -354,6 +354,10 @@ func TestSubmitQueue(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "Submitted j1: 6×a100 finetune llama-ft, class normal, for admin.") {
 		t.Fatalf("submit: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
+	// Once planned (submit waits up to 3 s for it), it says how long it takes.
+	if !strings.Contains(out, "comes with the next plan") && !strings.Contains(out, "Estimated 2h (90%: 3h) — guess.") {
+		t.Errorf("submit did not give the estimate:\n%s", out)
+	}
 	// The replan loop starts it within its debounce.
 	q := waitQueue(t, s, func(q web.Queue) bool { return len(q.Running) == 1 })
 	if r := q.Running[0]; r.ID != "j1" || r.State != "starting" || len(r.Assigned) != 6 || r.Prediction == nil || r.Prediction.EndP50.IsZero() {

@@ -171,6 +171,10 @@ func runSubmit(ctx context.Context, e *env, args []string) error {
 	default:
 		fmt.Fprintln(e.stdout, "Its predicted start comes with the next plan: gpucal queue")
 	}
+	if p := j.Prediction; p != nil && p.Estimate.P50 > 0 {
+		fmt.Fprintf(e.stdout, "Estimated %s (90%%: %s) — %s.\n", fmtLength(time.Duration(p.Estimate.P50)*time.Second),
+			fmtLength(time.Duration(p.Estimate.P90)*time.Second), p.Estimate.Source)
+	}
 	return nil
 }
 
