@@ -39,6 +39,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadPhilly$$' -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadSWF$$' -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadHelios$$' -fuzztime $(FUZZTIME) ./sim
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadMiniBatch$$' -fuzztime $(FUZZTIME) ./sim
 
 clean:
 	rm -rf bin

@@ -15,6 +15,12 @@
 // the GPUs: replay it on Nodes = the machine's processors with one GPU per
 // node, so that a 32-processor job takes 32 whole nodes.
 //
+// Two evaluations read the same traces without a cluster: Evaluate scores
+// core.History's runtime estimates in submission order (`gpucal eval
+// estimate`), and EvaluateProgress scores core's live-progress estimate on
+// the Alibaba PAI mini-batch timings that LoadMiniBatch reads (`gpucal eval
+// progress`).
+//
 // # The model
 //
 // A cluster of Nodes × GPUsPerNode identical GPUs. A job that fits one node
@@ -23,8 +29,10 @@
 // than the cluster are dropped and counted. Jobs run exactly as long as the
 // trace says, whatever a policy expected.
 //
-// Every policy learns runtimes the same causal way (historyEstimator): only
-// from jobs that have finished. fifo, sjf-oracle and easy expect a job to
+// Every policy learns runtimes the same causal way, only from jobs that
+// have finished, with the estimator Config.Estimator names: by default the
+// request scaled by the user's habit (historyEstimator), or core.History,
+// the server's own estimator. fifo, sjf-oracle and easy expect a job to
 // run for its requested time when the trace has one, else for the
 // estimator's P90 (sjf-oracle knows the truth); gpucal gets the estimator's
 // P50 and P90 in the snapshot and re-estimates running jobs that outlive

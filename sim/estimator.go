@@ -8,6 +8,47 @@ import (
 	"github.com/gpucal/gpucal/core"
 )
 
+// runtimeEstimator is how a replay learns runtimes: causally, from jobs
+// as they finish. now is the replay's clock.
+type runtimeEstimator interface {
+	observe(j *TraceJob, ran, now time.Duration)
+	estimate(j *TraceJob, now time.Duration) core.Estimate
+}
+
+// Estimators are the runtime estimators a replay can use.
+const (
+	// EstimatorRequest is historyEstimator below: the request scaled by
+	// the user's habit, the classic of the backfilling literature.
+	EstimatorRequest = "request"
+	// EstimatorHistory is core.History, the server's own estimator, with
+	// the trace mapped onto jobs as gpucal eval estimate maps it.
+	EstimatorHistory = "history"
+)
+
+// Estimators lists the valid estimator names.
+var Estimators = []string{EstimatorRequest, EstimatorHistory}
+
+func newEstimator(name string, cfg core.HistoryConfig) runtimeEstimator {
+	if name == EstimatorHistory {
+		return coreEstimator{h: core.NewHistory(cfg)}
+	}
+	return newHistoryEstimator()
+}
+
+// coreEstimator replays with core.History. A requested time is a limit the
+// job is stopped at, so no estimate exceeds it.
+type coreEstimator struct{ h *core.History }
+
+func (c coreEstimator) observe(j *TraceJob, ran, now time.Duration) { c.h.Observe(traceRun(j, now)) }
+
+func (c coreEstimator) estimate(j *TraceJob, now time.Duration) core.Estimate {
+	e := c.h.Estimate(traceJob(j), at(now))
+	if j.Requested > 0 {
+		e.P50, e.P90 = min(e.P50, j.Requested), min(e.P90, j.Requested)
+	}
+	return bounded(e)
+}
+
 // historyEstimator is the simulator's causal online runtime estimator. It
 // learns only from jobs that have finished (observe), never from the
 // future, and answers in this order:
@@ -47,7 +88,7 @@ func newHistoryEstimator() *historyEstimator {
 }
 
 // observe learns from a job that finished after running for ran.
-func (h *historyEstimator) observe(j *TraceJob, ran time.Duration) {
+func (h *historyEstimator) observe(j *TraceJob, ran, _ time.Duration) {
 	if j.User != "" {
 		u := h.users[j.User]
 		if u == nil {
@@ -71,7 +112,7 @@ func (h *historyEstimator) observe(j *TraceJob, ran time.Duration) {
 }
 
 // estimate returns the runtime distribution for a job about to be queued.
-func (h *historyEstimator) estimate(j *TraceJob) core.Estimate {
+func (h *historyEstimator) estimate(j *TraceJob, _ time.Duration) core.Estimate {
 	if u := h.users[j.User]; j.User != "" && u != nil && j.Requested > 0 && u.nUsed > 0 {
 		used := u.used[0]
 		if u.nUsed == 2 {

@@ -88,9 +88,9 @@ func TestHistoryEstimator(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			est := newHistoryEstimator()
 			for _, r := range tt.past {
-				est.observe(&r.job, r.ran)
+				est.observe(&r.job, r.ran, 0)
 			}
-			if diff := cmp.Diff(tt.want, est.estimate(&tt.job)); diff != "" {
+			if diff := cmp.Diff(tt.want, est.estimate(&tt.job, 0)); diff != "" {
 				t.Errorf("estimate (-want +got):\n%s", diff)
 			}
 		})

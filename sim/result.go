@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -14,9 +15,10 @@ import (
 // Result is what one replay measured. Times are in seconds.
 type Result struct {
 	Policy      Policy  `json:"policy"`
-	Jobs        int     `json:"jobs"`    // jobs replayed
-	Dropped     int     `json:"dropped"` // jobs larger than the cluster, left out
-	GPUs        int     `json:"gpus"`    // the cluster's GPUs
+	Estimator   string  `json:"estimator"` // the runtime estimator every policy learned with
+	Jobs        int     `json:"jobs"`      // jobs replayed
+	Dropped     int     `json:"dropped"`   // jobs larger than the cluster, left out
+	GPUs        int     `json:"gpus"`      // the cluster's GPUs
 	AvgJCT      float64 `json:"avg_jct_s"`
 	AvgWait     float64 `json:"avg_wait_s"`
 	P50Wait     float64 `json:"p50_wait_s"`
@@ -64,7 +66,7 @@ type Bookings struct {
 }
 
 func (s *simulation) result() Result {
-	r := Result{Policy: s.cfg.Policy, GPUs: s.cfg.Nodes * s.cfg.GPUsPerNode, Replans: s.replans}
+	r := Result{Policy: s.cfg.Policy, Estimator: cmp.Or(s.cfg.Estimator, EstimatorRequest), GPUs: s.cfg.Nodes * s.cfg.GPUsPerNode, Replans: s.replans}
 	var waits []float64
 	var jct, work float64
 	var last time.Duration

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpucal/gpucal/core"
@@ -51,6 +52,12 @@ type Config struct {
 	// Plan configures core.Planner for the gpucal policy; the zero value
 	// means core.DefaultPlanConfig.
 	Plan core.PlanConfig
+	// Estimator names the runtime estimator every policy learns with (see
+	// Estimators); "" means EstimatorRequest.
+	Estimator string
+	// History configures core.History for EstimatorHistory; the zero value
+	// is its documented default.
+	History core.HistoryConfig
 }
 
 func (c Config) validate() error {
@@ -65,6 +72,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("the reservation rate must be between 0 and 1000 per day, not %v", c.Reservations)
 	case math.IsNaN(c.Preemptible) || c.Preemptible < 0 || c.Preemptible > 1:
 		return fmt.Errorf("the preemptible share must be between 0 and 1, not %v", c.Preemptible)
+	case c.Estimator != "" && !slices.Contains(Estimators, c.Estimator):
+		return fmt.Errorf("unknown estimator %q; use %s", c.Estimator, strings.Join(Estimators, " or "))
 	case c.Limit < 0:
 		return fmt.Errorf("the job limit cannot be negative (%d)", c.Limit)
 	}
@@ -157,7 +166,7 @@ type simulation struct {
 	cfg      Config
 	jobs     []simJob
 	c        *cluster
-	est      *historyEstimator
+	est      runtimeEstimator
 	history  int // bumped whenever est learns something
 	bookings []booking
 	visible  []int // bookings made whose window has not ended, in booking order
@@ -201,7 +210,7 @@ func newSimulation(tr Trace, cfg Config) (*simulation, error) {
 	if cfg.Limit > 0 && cfg.Limit < len(jobs) {
 		jobs = jobs[:cfg.Limit]
 	}
-	s := &simulation{cfg: cfg, c: newCluster(cfg.Nodes, cfg.GPUsPerNode), est: newHistoryEstimator(), wake: -1}
+	s := &simulation{cfg: cfg, c: newCluster(cfg.Nodes, cfg.GPUsPerNode), est: newEstimator(cfg.Estimator, cfg.History), wake: -1}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
 	s.jobs = make([]simJob, len(jobs))
 	var last time.Duration
@@ -297,7 +306,7 @@ func (s *simulation) handle(e event) bool {
 		s.leave(e.i)
 		j.done()
 		j.end = s.now
-		s.est.observe(j.t, j.t.Duration)
+		s.est.observe(j.t, j.t.Duration, s.now)
 		s.history++
 		s.pol.stopped(e.i)
 	case evBooked:
@@ -429,7 +438,7 @@ func (s *simulation) expectation(i int) time.Duration {
 // queuedEstimate is the estimator's view of the work job i has left.
 func (s *simulation) queuedEstimate(i int) core.Estimate {
 	j := &s.jobs[i]
-	e := s.est.estimate(j.t)
+	e := s.est.estimate(j.t, s.now)
 	if done := j.t.Duration - j.left; done > 0 {
 		e = running(e, done, j.t.Requested)
 		e.P50, e.P90 = e.P50-done, e.P90-done

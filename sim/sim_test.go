@@ -193,21 +193,23 @@ func randomTrace(seed uint64, n int, withRequests bool) Trace {
 func TestDeterministic(t *testing.T) {
 	tr := randomTrace(7, 300, true)
 	for _, p := range Policies {
-		t.Run(string(p), func(t *testing.T) {
-			cfg := Config{Nodes: 4, GPUsPerNode: 4, Policy: p, Reservations: 3, Preemptible: 0.3, Seed: 11}
-			var got [2]Result
-			for i := range got {
-				r, err := Run(context.Background(), tr, cfg)
-				if err != nil {
-					t.Fatal(err)
+		for _, est := range Estimators {
+			t.Run(string(p)+"/"+est, func(t *testing.T) {
+				cfg := Config{Nodes: 4, GPUsPerNode: 4, Policy: p, Reservations: 3, Preemptible: 0.3, Seed: 11, Estimator: est}
+				var got [2]Result
+				for i := range got {
+					r, err := Run(context.Background(), tr, cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					r.Wall = 0
+					got[i] = r
 				}
-				r.Wall = 0
-				got[i] = r
-			}
-			if diff := cmp.Diff(got[0], got[1]); diff != "" {
-				t.Errorf("two replays differ (-first +second):\n%s", diff)
-			}
-		})
+				if diff := cmp.Diff(got[0], got[1]); diff != "" {
+					t.Errorf("two replays differ (-first +second):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 
@@ -217,9 +219,10 @@ func TestDeterministic(t *testing.T) {
 func TestEveryJobRunsItsLength(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		tr := randomTrace(seed, 200, seed != 2)
-		for _, p := range Policies {
-			t.Run(string(p)+"/"+strconv.FormatUint(seed, 10), func(t *testing.T) {
-				s := replay(t, tr, Config{Nodes: 4, GPUsPerNode: 4, Policy: p, Reservations: 2, Preemptible: 0.5, Seed: int64(seed)})
+		for i, p := range Policies {
+			est := Estimators[(i+int(seed))%len(Estimators)]
+			t.Run(string(p)+"/"+strconv.FormatUint(seed, 10)+"/"+est, func(t *testing.T) {
+				s := replay(t, tr, Config{Nodes: 4, GPUsPerNode: 4, Policy: p, Reservations: 2, Preemptible: 0.5, Seed: int64(seed), Estimator: est})
 				for _, j := range s.jobs {
 					switch {
 					case j.dropped:
@@ -322,6 +325,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Nodes: 1, GPUsPerNode: 8, Policy: PolicyFIFO, Reservations: -1}, "reservation rate"},
 		{Config{Nodes: 1, GPUsPerNode: 8, Policy: PolicyFIFO, Preemptible: 2}, "preemptible share"},
 		{Config{Nodes: 1, GPUsPerNode: 8, Policy: PolicyFIFO, Limit: -1}, "limit"},
+		{Config{Nodes: 1, GPUsPerNode: 8, Policy: PolicyFIFO, Estimator: "oracle"}, `unknown estimator "oracle"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -49,7 +49,7 @@ func commands() []command {
 		{"project", "manage projects: project add nlp --members alice,bob, project list", runProject},
 		{"audit", "show the audit log (admins)", runAudit},
 		{"sim", "replay a job trace through the planner: sim --trace FILE --format philly --compare", runSim},
-		{"eval", "measure runtime estimates on a trace: eval estimate --trace FILE --format swf", runEval},
+		{"eval", "measure estimates on traces: eval estimate --trace FILE --format swf, eval progress --trace DIR", runEval},
 		{"version", "print the version", func(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintln(e.stdout, "gpucal", version)
 			return nil

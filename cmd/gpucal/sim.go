@@ -28,6 +28,7 @@ func runSim(ctx context.Context, e *env, args []string) error {
 	preemptible := fs.Float64("preemptible", 0, "share of jobs marked preemptible, 0 to 1")
 	limit := fs.Int("limit", 0, "replay only the first N jobs (0: all)")
 	seed := fs.Int64("seed", 1, "seed for the bookings and the preemptible marks")
+	estimator := fs.String("estimator", sim.EstimatorRequest, "runtime estimator every policy learns with: request (the request scaled by the user's habit) or history (core.History, the server's)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: gpucal sim --trace FILE [--format philly|swf|helios] [--policy P | --compare] [flags]\n\n"+
@@ -52,7 +53,8 @@ func runSim(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := sim.Config{Nodes: *nodes, GPUsPerNode: *gpn, Reservations: *rate, Preemptible: *preemptible, Limit: *limit, Seed: *seed}
+	cfg := sim.Config{Nodes: *nodes, GPUsPerNode: *gpn, Reservations: *rate, Preemptible: *preemptible, Limit: *limit, Seed: *seed,
+		Estimator: *estimator}
 	if cfg.GPUsPerNode == 0 {
 		cfg.GPUsPerNode = 8
 		if f == sim.FormatSWF {
@@ -82,8 +84,8 @@ func runSim(ctx context.Context, e *env, args []string) error {
 		}
 		return enc.Encode(results[0])
 	}
-	fmt.Fprintf(e.stdout, "%s: %d jobs replayed on %d nodes × %d GPUs; %d larger than the cluster dropped, %d unusable records skipped\n\n",
-		*trace, results[0].Jobs, cfg.Nodes, cfg.GPUsPerNode, results[0].Dropped, tr.Skipped)
+	fmt.Fprintf(e.stdout, "%s: %d jobs replayed on %d nodes × %d GPUs with the %s estimator; %d larger than the cluster dropped, %d unusable records skipped\n\n",
+		*trace, results[0].Jobs, cfg.Nodes, cfg.GPUsPerNode, results[0].Estimator, results[0].Dropped, tr.Skipped)
 	return sim.WriteTable(e.stdout, results)
 }
 
