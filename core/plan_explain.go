@@ -76,50 +76,82 @@ type namer struct {
 }
 
 // reason says, in words a user understands, why a job is not running yet.
-// It builds the words with concatenation: a plan explains every queued job.
+// It appends the words to one buffer: a plan explains every queued job.
 func (nm namer) reason(j *Job, m placement, tl *timelines, now int64) string {
-	var why string
+	var b []byte
 	switch {
 	case m.start <= now:
-		why = "starting now"
+		b = append(b, "starting now"...)
 	case j.Class == ClassReserved && m.blocker == nil:
-		why = "waiting for its reservation " + ReservationName(j.Reservation) + " to open at " + fmtTime(time.Unix(m.start, 0))
+		b = append(b, "waiting for its reservation "...)
+		b = append(b, ReservationName(j.Reservation)...)
+		b = append(b, " to open at "...)
+		b = appendTime(b, m.start)
 	default:
-		why = "waiting for " + demandWords(j, len(m.gpus), tl, m.gpus)
-		if b := m.blocker; b != nil {
+		b = make([]byte, 0, 128)
+		b = append(b, "waiting for "...)
+		b = appendDemand(b, j, len(m.gpus), tl, m.gpus)
+		if iv := m.blocker; iv != nil {
 			node := tl.nodes[tl.gpus[m.blockerGPU].node].name
-			until := fmtTime(time.Unix(b.end, 0))
 			switch {
-			case b.kind == ivReservation:
-				why += "; " + node + " is reserved by " + nm.resOwners[b.id] + " (" + ReservationName(b.id) + ") until " + until
-			case nm.running[b.id]:
-				why += "; " + node + " is busy with " + JobName(b.id) + " (" + nm.owners[b.id] + ") until about " + until
+			case iv.kind == ivReservation:
+				b = append(append(append(append(append(b, "; "...), node...), " is reserved by "...), nm.resOwners[iv.id]...), " ("...)
+				b = append(append(b, ReservationName(iv.id)...), ") until "...)
+			case nm.running[iv.id]:
+				b = append(append(append(append(b, "; "...), node...), " is busy with "...), JobName(iv.id)...)
+				b = append(append(append(b, " ("...), nm.owners[iv.id]...), ") until about "...)
 			default:
-				why += "; " + JobName(b.id) + " (" + nm.owners[b.id] + "), ahead in the queue, is planned on " + node + " until about " + until
+				b = append(append(append(append(b, "; "...), JobName(iv.id)...), " ("...), nm.owners[iv.id]...)
+				b = append(append(append(b, "), ahead in the queue, is planned on "...), node...), " until about "...)
 			}
+			b = appendTime(b, iv.end)
 		}
 	}
-	if m.drain != nil {
-		why += "; will be drained by " + fmtTime(m.drain.Deadline) + " for " + ReservationName(m.drain.Reservation)
+	if d := m.drain; d != nil {
+		b = append(b, "; will be drained by "...)
+		b = appendTime(b, secs(d.Deadline))
+		b = append(b, " for "...)
+		b = append(b, ReservationName(d.Reservation)...)
 	}
-	return why
+	return string(b)
 }
 
-// demandWords describes what a job waits for: "4×a100 on one node".
-func demandWords(j *Job, n int, tl *timelines, gpus []int64) string {
+// appendTime appends an instant as fmtTime writes it.
+func appendTime(b []byte, t int64) []byte {
+	return time.Unix(t, 0).UTC().AppendFormat(b, "2006-01-02 15:04 UTC")
+}
+
+// appendDemand appends what a job waits for: "4×a100 on one node".
+func appendDemand(b []byte, j *Job, n int, tl *timelines, gpus []int64) []byte {
 	model := j.Model
 	if model == "" {
 		model = "GPU"
 	}
-	var nodes []int
+	first, nodes := -1, 0
 	for _, id := range gpus {
-		if ni := tl.gpus[tl.byID[id]].node; !slices.Contains(nodes, ni) {
-			nodes = append(nodes, ni)
+		ni := tl.gpus[tl.byID[id]].node
+		if first < 0 {
+			first, nodes = ni, 1
+		} else if ni != first {
+			nodes = 2 // placements hold one node or several whole ones; count them below
+			break
 		}
 	}
-	count := strconv.Itoa(n) + "×" + model
-	if len(nodes) > 1 {
-		return count + " on " + strconv.Itoa(len(nodes)) + " whole nodes"
+	if nodes > 1 {
+		var seen []int
+		for _, id := range gpus {
+			if ni := tl.gpus[tl.byID[id]].node; !slices.Contains(seen, ni) {
+				seen = append(seen, ni)
+			}
+		}
+		nodes = len(seen)
 	}
-	return count + " on one node"
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(append(b, "×"...), model...)
+	if nodes > 1 {
+		b = append(b, " on "...)
+		b = strconv.AppendInt(b, int64(nodes), 10)
+		return append(b, " whole nodes"...)
+	}
+	return append(b, " on one node"...)
 }

@@ -59,8 +59,8 @@ func TestIndexedSearchAgrees(t *testing.T) {
 		n := secs(planNow)
 		est := estimator(s)
 		queue := p.order(planNow, s, est)
-		tl := newTimelines(n, s.Nodes).fresh()
-		p.place(planNow, s, tl, queue, runningJobs(s, est), false)
+		tl := newTimelines(n, s.Nodes)
+		p.place(planNow, s, tl, queue, runningJobs(s, est))
 		caps := capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
 		var buf []window
 		for range 20 {

@@ -14,17 +14,15 @@ type Planner struct {
 }
 
 // Plan plans every queued job: order, then place (conservative backfill on
-// per-GPU timelines with median durations, then again with P90 durations
-// for the pessimistic band), then explain.
+// per-GPU timelines with median durations), then the pessimistic band (the
+// same placements with P90 durations, delays cascading), then explain.
 func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	now = now.UTC().Truncate(time.Second)
 	est := estimator(s)
 	queue := p.order(now, s, est)
 	running := runningJobs(s, est)
-	base := newTimelines(secs(now), s.Nodes)
-	median := p.place(now, s, base.fresh(), queue, running, false)
-	pessimistic := p.place(now, s, base.fresh(), queue, running, true)
-	return p.explain(now, s, queue, running, median, pessimistic)
+	median := p.place(now, s, newTimelines(secs(now), s.Nodes), queue, running)
+	return p.explain(now, s, queue, running, median, p.pessimistic(now, queue, running, median))
 }
 
 // WhatIf plans probe as if it were submitted now, alongside the queue, and
@@ -89,9 +87,10 @@ func secs(t time.Time) int64 { return t.Unix() }
 // durSecs is a duration in whole seconds, at least one minute.
 func durSecs(d time.Duration) int64 { return max(int64((d+time.Second-1)/time.Second), 60) }
 
-// place is the planner's second stage, run once with median durations and
-// once with P90 durations (pessimistic).
-func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running []queuedJob, p90 bool) passResult {
+// place is the planner's second stage: every queued job at its earliest
+// start with median durations, keeping non-preemptible jobs' P90 clear of
+// foreign windows.
+func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running []queuedJob) passResult {
 	n := secs(now)
 	res := passResult{tl: tl}
 	windows := map[int64]Reservation{}
@@ -115,7 +114,7 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running 
 	for _, rj := range running {
 		j, e := rj.Job, rj.est
 		start := secs(j.StartedAt)
-		end := runningEnd(n, start, e, p90)
+		end := runningEnd(n, start, e, false)
 		gis = gis[:0]
 		for _, g := range j.Assigned {
 			if gi, ok := tl.byID[g.ID]; ok {
@@ -142,13 +141,9 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running 
 	// The node index costs a pass over the nodes per tree it builds; a
 	// short queue is placed faster by scanning the nodes.
 	indexed := len(queue) >= indexMinQueue
+	res.queued = make([]placement, 0, len(queue))
 	for _, j := range queue {
-		e := j.est
-		d := e.P50
-		if p90 {
-			d = e.P90
-		}
-		pl := p.placeJob(tl, windows, caps, j.Job, durSecs(d), durSecs(e.P90), n, limit, indexed, &buf)
+		pl := p.placeJob(tl, windows, caps, j.Job, durSecs(j.est.P50), durSecs(j.est.P90), n, limit, indexed, &buf)
 		res.queued = append(res.queued, pl)
 	}
 	return res
@@ -613,22 +608,22 @@ func blockerOf(tl *timelines, sk seeker, gis []int, start, now int64) (*interval
 	if start <= now {
 		return nil, 0
 	}
-	var best *interval
-	bestGPU := 0
+	var best interval
+	found, bestGPU := false, 0
 	for _, gi := range gis {
-		busy := tl.gpus[gi].busy
-		for i := range busy {
-			iv := &busy[i]
-			if !sk.blocks(*iv) || iv.end > start || iv.end <= now {
+		for _, iv := range tl.gpus[gi].busy {
+			if !sk.blocks(iv) || iv.end > start || iv.end <= now {
 				continue
 			}
-			if best == nil || iv.end > best.end || (iv.end == best.end && iv.kind > best.kind) {
-				c := *iv
-				best, bestGPU = &c, gi
+			if !found || iv.end > best.end || (iv.end == best.end && iv.kind > best.kind) {
+				best, found, bestGPU = iv, true, gi
 			}
 		}
 	}
-	return best, bestGPU
+	if !found {
+		return nil, 0
+	}
+	return &best, bestGPU
 }
 
 // capacities caches, for one pass, what does not change while jobs are

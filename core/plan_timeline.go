@@ -115,24 +115,13 @@ func newTimelines(now int64, nodes []Node) *timelines {
 		}
 		tl.nodes = append(tl.nodes, nl)
 	}
-	return tl
-}
-
-// fresh returns an empty copy of tl's GPUs and nodes for one placement
-// pass, sharing what no pass changes (the GPU index, the node→GPU lists).
-func (tl *timelines) fresh() *timelines {
-	c := &timelines{now: tl.now, byID: tl.byID,
-		gpus: slices.Clone(tl.gpus), nodes: make([]nodeLine, len(tl.nodes))}
 	// Every GPU starts with room for a few commitments, in one allocation.
 	const room = 4
-	arena := make([]interval, room*len(c.gpus))
-	for i := range c.gpus {
-		c.gpus[i].busy = arena[room*i : room*i : room*(i+1)]
+	arena := make([]interval, room*len(tl.gpus))
+	for i := range tl.gpus {
+		tl.gpus[i].busy = arena[room*i : room*i : room*(i+1)]
 	}
-	for i, n := range tl.nodes {
-		c.nodes[i] = nodeLine{name: n.name, gpus: n.gpus}
-	}
-	return c
+	return tl
 }
 
 // add inserts iv on the GPU at index gi, keeping the list sorted.

@@ -1,0 +1,62 @@
+package core
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPessimisticBand: the P90 band keeps the median plan's GPUs and lets
+// delays cascade along them; a job that must keep clear of a window moves
+// past it, a preemptible one stops where it opens.
+func TestPessimisticBand(t *testing.T) {
+	nodes := cluster("a100", "NVIDIA A100-SXM4-80GB", 1, 1, 1)
+	at := func(h float64) time.Time { return planNow.Add(hours(h)) }
+	// j1 runs (P50 1h, P90 2h); j2 and j3 wait for the one GPU, one after
+	// the other; bob has booked it from +6h to +8h.
+	window := Reservation{ID: 9, Owner: "bob", Start: at(6), End: at(8), State: Confirmed, GPUs: refs(nodes[0], 0)}
+	base := Snapshot{
+		Nodes: nodes,
+		Running: []Job{{ID: 1, Owner: "alice", GPUs: 1, Class: ClassNormal, State: JobRunning, StartedAt: planNow,
+			Assigned: refs(nodes[0], 0)}},
+		Queued:    []Job{queued(2, "carol", 1, hours(1)), queued(3, "dave", 1, hours(1))},
+		Estimates: map[int64]Estimate{1: {P50: hours(1), P90: hours(2)}, 2: {P50: hours(1), P90: hours(2)}, 3: {P50: hours(1), P90: hours(2)}},
+	}
+	tests := []struct {
+		name       string
+		change     func(s *Snapshot)
+		job        int64
+		start, p90 time.Time // P50 and P90 starts
+		end90      time.Time
+	}{
+		{"the first in line waits for the running job's P90", nil, 2, at(1), at(2), at(4)},
+		{"delays cascade", nil, 3, at(2), at(4), at(6)},
+		{"a window in the way is waited out", func(s *Snapshot) {
+			s.Reservations = []Reservation{window}
+			s.Estimates[3] = Estimate{P50: hours(1), P90: hours(3)} // its P90 ends at +7h
+		}, 3, at(2), at(8), at(11)},
+		{"a preemptible job stops where the window opens", func(s *Snapshot) {
+			s.Reservations = []Reservation{window}
+			s.Queued[1].Preemptible = true
+			s.Estimates[3] = Estimate{P50: hours(1), P90: hours(3)}
+		}, 3, at(2), at(4), at(6)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := base
+			s.Queued = append([]Job(nil), base.Queued...)
+			s.Estimates = map[int64]Estimate{}
+			for k, v := range base.Estimates {
+				s.Estimates[k] = v
+			}
+			if tt.change != nil {
+				tt.change(&s)
+			}
+			pj := planned(t, Planner{Config: DefaultPlanConfig}.Plan(planNow, s), tt.job)
+			if !pj.StartP50.Equal(tt.start) || !pj.StartP90.Equal(tt.p90) || !pj.EndP90.Equal(tt.end90) {
+				t.Errorf("j%d: start %s (P90 %s), P90 end %s; want %s (%s), %s", tt.job,
+					pj.StartP50.Format(time.Kitchen), pj.StartP90.Format(time.Kitchen), pj.EndP90.Format(time.Kitchen),
+					tt.start.Format(time.Kitchen), tt.p90.Format(time.Kitchen), tt.end90.Format(time.Kitchen))
+			}
+		})
+	}
+}
