@@ -32,6 +32,12 @@ type PlanConfig struct {
 	// Horizon bounds how far ahead the planner looks; a job that cannot
 	// start within it is reported as unplaceable.
 	Horizon time.Duration
+	// Protect is how many jobs at the head of the queue keep their planned
+	// starts against later jobs (0: every job, conservative backfill). A
+	// job behind them starts now when it fits around the protected ones and
+	// the jobs already running, even if that delays another unprotected
+	// job's planned start (EASY backfilling protects one).
+	Protect int
 }
 
 // DefaultPlanConfig is the planner's configuration unless a site sets another.

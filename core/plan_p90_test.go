@@ -60,3 +60,44 @@ func TestPessimisticBand(t *testing.T) {
 		})
 	}
 }
+
+// TestProtect: with Protect 1 the head of the queue keeps its planned
+// start, and a job behind it that fits now starts now, even though that
+// delays another unprotected job; with every job protected (0) it waits.
+func TestProtect(t *testing.T) {
+	nodes := append(cluster("a100", "NVIDIA A100-SXM4-80GB", 1, 1, 1), cluster("h100", "NVIDIA H100 80GB HBM3", 1, 1, 2)...)
+	high := func(id int64, gpus int, model string, h float64) Job {
+		j := queued(id, "alice", gpus, hours(h))
+		j.Class, j.Model = ClassHigh, model
+		return j
+	}
+	s := Snapshot{
+		Nodes: nodes, // the A100 is free; the H100 runs j1 for an hour
+		Running: []Job{{ID: 1, Owner: "bob", GPUs: 1, Class: ClassNormal, State: JobRunning, StartedAt: planNow,
+			Assigned: refs(nodes[1], 0), Hints: Hints{Guess: hours(1)}}},
+		Queued: []Job{
+			high(2, 1, "h100", 1),           // the head: the H100 from +1h
+			high(3, 2, "", 1),               // both nodes, from +2h
+			queued(4, "carol", 1, hours(4)), // four hours on any GPU
+		},
+	}
+	at := func(h float64) time.Time { return planNow.Add(hours(h)) }
+	for _, tt := range []struct {
+		protect    int
+		j3, j4     time.Time
+		j4StartNow bool
+	}{
+		{0, at(2), at(3), false},
+		{1, at(4), planNow, true},
+	} {
+		cfg := DefaultPlanConfig
+		cfg.Protect = tt.protect
+		p := Planner{Config: cfg}.Plan(planNow, s)
+		j2, j3, j4 := planned(t, p, 2), planned(t, p, 3), planned(t, p, 4)
+		if !j2.StartP50.Equal(at(1)) || !j3.StartP50.Equal(tt.j3) || !j4.StartP50.Equal(tt.j4) || j4.StartNow != tt.j4StartNow {
+			t.Errorf("Protect %d: j2 at %s, j3 at %s, j4 at %s (now: %t); want %s, %s, %s (%t)", tt.protect,
+				j2.StartP50.Format(time.Kitchen), j3.StartP50.Format(time.Kitchen), j4.StartP50.Format(time.Kitchen), j4.StartNow,
+				at(1).Format(time.Kitchen), tt.j3.Format(time.Kitchen), tt.j4.Format(time.Kitchen), tt.j4StartNow)
+		}
+	}
+}

@@ -141,10 +141,27 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running 
 	// The node index costs a pass over the nodes per tree it builds; a
 	// short queue is placed faster by scanning the nodes.
 	indexed := len(queue) >= indexMinQueue
-	res.queued = make([]placement, 0, len(queue))
-	for _, j := range queue {
-		pl := p.placeJob(tl, windows, caps, j.Job, durSecs(j.est.P50), durSecs(j.est.P90), n, limit, indexed, &buf)
-		res.queued = append(res.queued, pl)
+	res.queued = make([]placement, len(queue))
+	protect := len(queue)
+	if p.Config.Protect > 0 {
+		protect = min(p.Config.Protect, len(queue))
+	}
+	place := func(i int, limit int64) {
+		j := queue[i]
+		res.queued[i] = p.placeJob(tl, windows, caps, j.Job, durSecs(j.est.P50), durSecs(j.est.P90), n, limit, indexed, &buf)
+	}
+	for i := range protect {
+		place(i, limit)
+	}
+	// Behind the protected jobs, whatever fits now starts now, in queue
+	// order; then the rest are placed around everything so far.
+	for i := protect; i < len(queue); i++ {
+		place(i, n)
+	}
+	for i := protect; i < len(queue); i++ {
+		if !res.queued[i].ok {
+			place(i, limit)
+		}
 	}
 	return res
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpucal/gpucal/core"
 	"github.com/gpucal/gpucal/sim"
 )
 
@@ -28,6 +29,7 @@ func runSim(ctx context.Context, e *env, args []string) error {
 	preemptible := fs.Float64("preemptible", 0, "share of jobs marked preemptible, 0 to 1")
 	limit := fs.Int("limit", 0, "replay only the first N jobs (0: all)")
 	seed := fs.Int64("seed", 1, "seed for the bookings and the preemptible marks")
+	protect := fs.Int("protect", 0, "gpucal: how many jobs at the head of the queue keep their planned starts (0: all, conservative backfill; 1: like EASY)")
 	estimator := fs.String("estimator", sim.EstimatorRequest, "runtime estimator every policy learns with: request (the request scaled by the user's habit) or history (core.History, the server's)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	fs.Usage = func() {
@@ -55,6 +57,11 @@ func runSim(ctx context.Context, e *env, args []string) error {
 	}
 	cfg := sim.Config{Nodes: *nodes, GPUsPerNode: *gpn, Reservations: *rate, Preemptible: *preemptible, Limit: *limit, Seed: *seed,
 		Estimator: *estimator}
+	if *protect < 0 {
+		return usagef("--protect must be 0 (every job) or more")
+	}
+	cfg.Plan = core.DefaultPlanConfig
+	cfg.Plan.Protect = *protect
 	if cfg.GPUsPerNode == 0 {
 		cfg.GPUsPerNode = 8
 		if f == sim.FormatSWF {

@@ -38,9 +38,20 @@ func TestSimCommand(t *testing.T) {
 	if got := strings.Join(policies, ","); got != "fifo,sjf-oracle,easy,gpucal" {
 		t.Errorf("policies %s", got)
 	}
+	// The History estimator and an EASY-like planner replay the same jobs.
+	out.Reset()
+	if code := run(context.Background(), e, []string{"sim", "--trace", trace, "--format", "philly", "--nodes", "1",
+		"--estimator", "history", "--protect", "1", "--json"}); code != 0 {
+		t.Fatalf("--estimator history --protect 1: exit %d: %s", code, errOut.String())
+	}
+	var one map[string]any
+	if err := json.Unmarshal(out.Bytes(), &one); err != nil || one["estimator"] != "history" || one["jobs"].(float64) != 4 {
+		t.Errorf("--estimator history --protect 1 = %s (%v), want 4 jobs with the history estimator", out.String(), err)
+	}
 	for _, args := range [][]string{
 		{"sim", "--trace", trace, "--policy", "random"},
 		{"sim", "--trace", trace, "--format", "parquet"},
+		{"sim", "--trace", trace, "--format", "philly", "--protect", "-1"},
 	} {
 		errOut.Reset()
 		if code := run(context.Background(), e, args); code != 2 {
