@@ -21,13 +21,24 @@ func (p Planner) pessimistic(now time.Time, queue, running []queuedJob, med pass
 	n := secs(now)
 	tl := med.tl
 	free := make([]int64, len(tl.gpus)) // per GPU, when its last settled job ends
-	windows := make([][]interval, len(tl.gpus))
+	// Each GPU's reservation windows, all in one allocation.
+	count := 0
 	for gi := range tl.gpus {
 		for _, iv := range tl.gpus[gi].busy {
 			if iv.kind == ivReservation {
-				windows[gi] = append(windows[gi], iv)
+				count++
 			}
 		}
+	}
+	windows, all := make([][]interval, len(tl.gpus)), make([]interval, 0, count)
+	for gi := range tl.gpus {
+		from := len(all)
+		for _, iv := range tl.gpus[gi].busy {
+			if iv.kind == ivReservation {
+				all = append(all, iv)
+			}
+		}
+		windows[gi] = all[from:len(all):len(all)]
 	}
 	res := passResult{tl: tl, queued: make([]placement, len(queue)), running: make([]placement, len(running))}
 
