@@ -182,12 +182,9 @@ func (s *Service) ReportProgress(ctx context.Context, a Actor, id int64, r Progr
 	now := s.Now()
 	var out Job
 	err := s.store.Update(ctx, func(tx Tx) error {
-		j, err := tx.Job(ctx, id)
+		j, err := jobToChange(ctx, tx, a, id, "report its progress")
 		if err != nil {
 			return err
-		}
-		if !a.canChangeJob(j) {
-			return Errorf(CodeForbidden, "%s belongs to %s; only its owner, an admin of its project or a site admin may report its progress", JobName(j.ID), j.Owner)
 		}
 		if !j.State.Holding() {
 			return Errorf(CodeInvalid, "%s is %s; only a running job reports progress", JobName(j.ID), j.State)

@@ -373,12 +373,9 @@ func (s *Service) CancelJob(ctx context.Context, a Actor, id int64) (Job, error)
 	now := s.Now()
 	var out Job
 	err := s.store.Update(ctx, func(tx Tx) error {
-		j, err := tx.Job(ctx, id)
+		j, err := jobToChange(ctx, tx, a, id, "cancel it")
 		if err != nil {
 			return err
-		}
-		if !a.canChangeJob(j) {
-			return Errorf(CodeForbidden, "%s belongs to %s; only its owner, an admin of its project or a site admin may cancel it", JobName(j.ID), j.Owner)
 		}
 		if j.State.Finished() {
 			return Errorf(CodeInvalid, "%s is already %s", JobName(j.ID), j.State)
@@ -437,6 +434,19 @@ func (s *Service) Queue(ctx context.Context, a Actor) (QueueView, error) {
 		return cmp.Or(x.Prediction.EndP50.Compare(y.Prediction.EndP50), cmp.Compare(x.ID, y.ID))
 	})
 	return q, nil
+}
+
+// jobToChange reads job id for a to change (to do what says what, for the
+// refusal): only its owner, an admin of its project or a site admin may.
+func jobToChange(ctx context.Context, tx Tx, a Actor, id int64, what string) (Job, error) {
+	j, err := tx.Job(ctx, id)
+	if err != nil {
+		return Job{}, err
+	}
+	if !a.canChangeJob(j) {
+		return Job{}, Errorf(CodeForbidden, "%s belongs to %s; only its owner, an admin of its project or a site admin may %s", JobName(j.ID), j.Owner, what)
+	}
+	return j, nil
 }
 
 // canChangeJob reports whether a may change j: its owner, an admin of its
