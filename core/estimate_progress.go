@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -144,7 +145,11 @@ func WithProgress(prior Estimate, p Progress, elapsed time.Duration, now time.Ti
 	e := Estimate{P50: p50, P90: max(p90, p50+time.Second), Samples: prior.Samples}
 	e.Source = describeProgress(p)
 	if w < 1 {
-		e.Source += fmt.Sprintf(" (weighted %d%%), with %s", int(math.Round(100*w)), prior.Source)
+		rest := prior.Source
+		if !strings.HasPrefix(rest, "from ") {
+			rest = "from " + rest
+		}
+		e.Source += fmt.Sprintf(" (weighted %d%%), the rest %s", int(math.Round(100*w)), rest)
 	}
 	return e
 }

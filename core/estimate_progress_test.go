@@ -153,8 +153,14 @@ func TestWithProgress(t *testing.T) {
 	})
 	t.Run("words", func(t *testing.T) {
 		e := at(0.62, time.Hour)
-		if !strings.HasPrefix(e.Source, "62% done at 5.8 s/it (weighted ") || !strings.HasSuffix(e.Source, "), with "+prior.Source) {
+		if !strings.HasPrefix(e.Source, "62% done at 5.8 s/it (weighted ") || !strings.HasSuffix(e.Source, "), the rest from "+prior.Source) {
 			t.Errorf("source = %q", e.Source)
+		}
+		work := prior
+		work.Source = "from the work, 8.4e+20 FLOPs on 8×h100"
+		p := core.Progress{}.Advance(core.ProgressReport{Fraction: 0.5}, t0, t0.Add(time.Hour))
+		if got := core.WithProgress(work, p, time.Hour, t0.Add(time.Hour)).Source; !strings.HasSuffix(got, "), the rest from the work, 8.4e+20 FLOPs on 8×h100") {
+			t.Errorf("source over a work estimate = %q", got)
 		}
 		slow := core.Progress{}.Advance(core.ProgressReport{Step: 10, Total: 100}, t0, t0.Add(10*time.Minute))
 		if got := core.WithProgress(core.Estimate{}, slow, 10*time.Minute, t0.Add(10*time.Minute)).Source; got != "10% done at 60.0 s/it" {
