@@ -39,6 +39,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadPhilly$$' -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadSWF$$' -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadHelios$$' -fuzztime $(FUZZTIME) ./sim
+	$(GO) test -run '^$$' -fuzz '^FuzzParseLine$$' -fuzztime $(FUZZTIME) ./agent/progress
+	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./agent/progress
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./agent/progress
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFake$$' -fuzztime $(FUZZTIME) ./agent/gpu
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadMiniBatch$$' -fuzztime $(FUZZTIME) ./sim
 
 clean:

@@ -1,0 +1,76 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// scriptedReader answers each Read with the next outcome of its script,
+// then repeats the last one.
+type scriptedReader struct {
+	script []error
+	reads  int
+}
+
+func (r *scriptedReader) Read(context.Context) ([]Device, error) {
+	err := r.script[min(r.reads, len(r.script)-1)]
+	r.reads++
+	if err != nil {
+		return twoH100s(), err // a failed read's devices must not be kept
+	}
+	return twoH100s(), nil
+}
+
+func (r *scriptedReader) Close() error { return nil }
+
+func TestSamplerRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lost := errors.New("GPU 1 (GPU-1…): GetMemoryInfo: ERROR_GPU_IS_LOST")
+		r := &scriptedReader{script: []error{nil, lost, nil}}
+		s := NewSampler(r, SamplerConfig{Interval: 5 * time.Second})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- s.Run(ctx) }()
+
+		type want struct {
+			reads   int
+			devices int
+			failed  bool
+		}
+		steps := []struct {
+			after time.Duration
+			want  want
+		}{
+			{0, want{reads: 1, devices: 2}},
+			{5 * time.Second, want{reads: 2, failed: true}},
+			{5 * time.Second, want{reads: 3, devices: 2}},
+		}
+		start := time.Now()
+		for _, step := range steps {
+			time.Sleep(step.after)
+			synctest.Wait()
+			latest := s.Latest()
+			got := want{reads: r.reads, devices: len(latest.Devices), failed: latest.Err != nil}
+			if got != step.want {
+				t.Errorf("at %v: got %+v, want %+v", time.Since(start), got, step.want)
+			}
+			if !latest.At.Equal(time.Now().UTC()) {
+				t.Errorf("at %v: latest sample taken at %v, want now", time.Since(start), latest.At)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run returned %v after its context ended, want nil", err)
+		}
+	})
+}
+
+func TestSamplerLatestBeforeFirstRead(t *testing.T) {
+	s := NewSampler(&fixedReader{}, SamplerConfig{})
+	if got := s.Latest(); !got.At.IsZero() || got.Devices != nil || got.Err != nil {
+		t.Errorf("Latest before any read = %+v, want the zero Sample", got)
+	}
+}
