@@ -21,27 +21,23 @@ func (p Planner) pessimistic(now time.Time, queue, running []queuedJob, med pass
 	n := secs(now)
 	tl := med.tl
 	free := make([]int64, len(tl.gpus)) // per GPU, when its last settled job ends
-	// Each GPU's reservation windows, all in one allocation.
-	count := 0
-	for gi := range tl.gpus {
-		for _, iv := range tl.gpus[gi].busy {
-			if iv.kind == ivReservation {
-				count++
-			}
-		}
-	}
-	windows, all := make([][]interval, len(tl.gpus)), make([]interval, 0, count)
-	for gi := range tl.gpus {
-		from := len(all)
-		for _, iv := range tl.gpus[gi].busy {
-			if iv.kind == ivReservation {
-				all = append(all, iv)
-			}
-		}
-		windows[gi] = all[from:len(all):len(all)]
-	}
 	res := passResult{tl: tl, queued: make([]placement, len(queue)), running: make([]placement, len(running))}
-
+	// Each GPU's reservation windows, all in one allocation (none when
+	// the plan has no reservations: the common case, and a short plan).
+	var windows [][]interval
+	if med.windows > 0 {
+		windows = make([][]interval, len(tl.gpus))
+		all := make([]interval, 0, med.windows)
+		for gi := range tl.gpus {
+			from := len(all)
+			for _, iv := range tl.gpus[gi].busy {
+				if iv.kind == ivReservation {
+					all = append(all, iv)
+				}
+			}
+			windows[gi] = all[from:len(all):len(all)]
+		}
+	}
 	gis := make([]int, 0, 64)
 	settle := func(gpus []int64) {
 		gis = gis[:0]
@@ -100,8 +96,11 @@ func (p Planner) pessimistic(now time.Time, queue, running []queuedJob, med pass
 
 // pastWindows returns the earliest start from start on at which j, running
 // for dur on GPUs gis, overlaps no window but its own reservation's;
-// windows holds each GPU's reservation windows.
+// windows holds each GPU's reservation windows (nil: there are none).
 func pastWindows(windows [][]interval, gis []int, j *Job, start, dur int64) int64 {
+	if windows == nil {
+		return start
+	}
 	for moved := true; moved; {
 		moved = false
 		for _, gi := range gis {
@@ -119,6 +118,9 @@ func pastWindows(windows [][]interval, gis []int, j *Job, start, dur int64) int6
 // start, is stopped: at end, or where the first window (but its own
 // reservation's) after its start opens.
 func cutAtWindow(windows [][]interval, gis []int, j *Job, start, end int64) int64 {
+	if windows == nil {
+		return end
+	}
 	for _, gi := range gis {
 		for _, iv := range windows[gi] {
 			if iv.id != j.Reservation && iv.start > start && iv.start < end {

@@ -80,6 +80,7 @@ type passResult struct {
 	queued  []placement
 	running []placement // in the order of the running jobs given to place
 	tl      *timelines
+	windows int // reservation intervals laid on the timelines
 }
 
 func secs(t time.Time) int64 { return t.Unix() }
@@ -104,6 +105,7 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running 
 		for _, g := range r.GPUs {
 			if gi, ok := tl.byID[g.ID]; ok {
 				tl.add(gi, interval{start: secs(r.Start), end: secs(r.End), kind: ivReservation, id: r.ID})
+				res.windows++
 			}
 		}
 	}
