@@ -89,6 +89,21 @@ type nodeIndex struct {
 	pos     []int
 	in      []staircase
 	spare   staircase // scratch for a vertex's next value
+	// kept holds an earlier plan's per-GPU staircases, whose memory the
+	// staircases of this plan reuse (see timelines.reset).
+	kept [2][]staircase
+}
+
+// keptStairs returns the per-GPU staircases of ix, or those it kept, for
+// the next plan to reuse as memory.
+func keptStairs(ix nodeIndex) [2][]staircase {
+	out := ix.kept
+	for sem := range ix.stairs {
+		if ix.stairs[sem] != nil {
+			out[sem] = ix.stairs[sem]
+		}
+	}
+	return out
 }
 
 // bundleKey names the node staircases of one kind of job and one model,
@@ -205,7 +220,13 @@ type stairTree struct {
 func (tl *timelines) gpuStairsOf(gi int, sem semantics) staircase {
 	ix := &tl.index
 	if ix.ver[sem] == nil {
-		ix.stairs[sem] = make([]staircase, len(tl.gpus))
+		// Every version is 0 here and every GPU's is at least 1, so each
+		// staircase is computed afresh, into a kept one's memory.
+		st := ix.kept[sem]
+		if len(st) < len(tl.gpus) {
+			st = append(st, make([]staircase, len(tl.gpus)-len(st))...)
+		}
+		ix.stairs[sem], ix.kept[sem] = st[:len(tl.gpus)], nil
 		ix.ver[sem] = make([]uint32, len(tl.gpus))
 	}
 	if g := &tl.gpus[gi]; ix.ver[sem][gi] != g.ver {

@@ -21,7 +21,9 @@ func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	est := estimator(s)
 	queue := p.order(now, s, est)
 	running := runningJobs(s, est)
-	median := p.place(now, s, newTimelines(secs(now), s.Nodes), queue, running)
+	tl := newTimelines(secs(now), s.Nodes)
+	defer tl.release() // the plan keeps nothing of it
+	median := p.place(now, s, tl, queue, running)
 	return p.explain(now, s, queue, running, median, p.pessimistic(now, queue, running, median))
 }
 

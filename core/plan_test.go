@@ -401,3 +401,18 @@ func TestClearsWindowsByP90(t *testing.T) {
 		t.Errorf("start %s, want now: even its P90 run ends before the window", pj.StartP50)
 	}
 }
+
+// TestPlansShareOnlyMemory: plans reuse the timelines of earlier plans
+// (timelinesPool); a plan of one cluster between two plans of another, a
+// larger and a smaller one, changes nothing in the second.
+func TestPlansShareOnlyMemory(t *testing.T) {
+	planner := Planner{Config: DefaultPlanConfig}
+	rng := rand.New(rand.NewPCG(5, 5))
+	a, big, small := randomSnapshot(rng), benchSnapshot(300), randomSnapshot(rng)
+	first := planner.Plan(planNow, a)
+	planner.Plan(planNow.Add(time.Hour), big)
+	planner.Plan(planNow, small)
+	if diff := cmp.Diff(first, planner.Plan(planNow, a)); diff != "" {
+		t.Errorf("the same snapshot planned again after others (-first +again):\n%s", diff)
+	}
+}

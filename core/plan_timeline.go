@@ -3,6 +3,7 @@ package core
 import (
 	"math"
 	"slices"
+	"sync"
 )
 
 // The planner works on per-GPU timelines in whole seconds since the Unix
@@ -83,13 +84,60 @@ type timelines struct {
 	nodeOut []window
 }
 
+// timelinesPool keeps the timelines of finished plans for the next one:
+// a plan lays thousands of commitments on thousands of GPUs, and reusing
+// that memory spares the collector most of a plan's garbage. Everything a
+// plan reads is reset by newTimelines; nothing but memory carries over.
+var timelinesPool sync.Pool
+
+// newTimelines returns empty timelines for the GPUs of nodes at now, from
+// the pool when it has some. release hands them back.
 func newTimelines(now int64, nodes []Node) *timelines {
+	tl, _ := timelinesPool.Get().(*timelines)
+	if tl == nil {
+		tl = &timelines{byID: map[int64]int{}}
+	}
+	tl.reset(now, nodes)
+	return tl
+}
+
+// release hands tl back to the pool; nothing may use it afterwards.
+func (tl *timelines) release() { timelinesPool.Put(tl) }
+
+// reset makes tl the empty timelines of nodes at now, keeping its memory:
+// each GPU's commitment list, the GPU and node slices, the ID index and
+// the node index's per-GPU staircases. The node index's trees start anew.
+func (tl *timelines) reset(now int64, nodes []Node) {
 	total := 0
 	for _, n := range nodes {
 		total += len(n.GPUs)
 	}
-	tl := &timelines{now: now, byID: make(map[int64]int, total),
-		gpus: make([]gpuLine, 0, total), nodes: make([]nodeLine, 0, len(nodes))}
+	// Every GPU gets room for a few commitments; lists that grew in an
+	// earlier plan keep their memory.
+	const room = 4
+	old := tl.gpus[:cap(tl.gpus)]
+	var arena []interval
+	if len(old) < total {
+		arena = make([]interval, room*(total-len(old)))
+	}
+	busy := func(i int) []interval {
+		switch {
+		case i >= len(old):
+			j := i - len(old)
+			return arena[room*j : room*j : room*(j+1)]
+		case old[i].busy != nil:
+			return old[i].busy[:0]
+		}
+		return make([]interval, 0, room)
+	}
+	if cap(tl.gpus) < total {
+		tl.gpus = make([]gpuLine, 0, total)
+	}
+	gpus := tl.gpus[:0]
+	clear(tl.byID)
+	tl.now, tl.changes = now, tl.changes[:0]
+	tl.index = nodeIndex{pos: tl.index.pos[:0], in: tl.index.in[:0], spare: tl.index.spare[:0], kept: keptStairs(tl.index)}
+
 	type nameMem struct {
 		name string
 		mib  int64
@@ -98,10 +146,15 @@ func newTimelines(now int64, nodes []Node) *timelines {
 	var last nameMem
 	var m Model
 	indexes := make([]int, total) // every node's GPU list, in one allocation
+	if cap(tl.nodes) < len(nodes) {
+		tl.nodes = make([]nodeLine, 0, len(nodes))
+	}
+	tl.nodes = tl.nodes[:0]
 	for ni, n := range nodes {
-		nl := nodeLine{name: n.Name, gpus: indexes[len(tl.gpus) : len(tl.gpus)+len(n.GPUs) : len(tl.gpus)+len(n.GPUs)]}
+		first := len(gpus)
+		nl := nodeLine{name: n.Name, gpus: indexes[first : first+len(n.GPUs) : first+len(n.GPUs)]}
 		for i, g := range n.GPUs {
-			if key := (nameMem{g.Name, g.MemoryMiB}); key != last || len(tl.gpus) == 0 {
+			if key := (nameMem{g.Name, g.MemoryMiB}); key != last || len(gpus) == 0 {
 				var ok bool
 				if m, ok = models[key]; !ok {
 					m = g.Model()
@@ -109,19 +162,14 @@ func newTimelines(now int64, nodes []Node) *timelines {
 				}
 				last = key
 			}
-			tl.byID[g.ID] = len(tl.gpus)
-			nl.gpus[i] = len(tl.gpus)
-			tl.gpus = append(tl.gpus, gpuLine{id: g.ID, index: g.Index, up: g.State == GPUUp, model: m, node: ni, ver: 1})
+			gi := len(gpus)
+			tl.byID[g.ID] = gi
+			nl.gpus[i] = gi
+			gpus = append(gpus, gpuLine{id: g.ID, index: g.Index, up: g.State == GPUUp, model: m, node: ni, ver: 1, busy: busy(gi)})
 		}
 		tl.nodes = append(tl.nodes, nl)
 	}
-	// Every GPU starts with room for a few commitments, in one allocation.
-	const room = 4
-	arena := make([]interval, room*len(tl.gpus))
-	for i := range tl.gpus {
-		tl.gpus[i].busy = arena[room*i : room*i : room*(i+1)]
-	}
-	return tl
+	tl.gpus = gpus
 }
 
 // add inserts iv on the GPU at index gi, keeping the list sorted.
