@@ -24,24 +24,26 @@ func (p Planner) order(now time.Time, s Snapshot, est func(*Job) Estimate) []que
 		reservationStart[r.ID] = secs(r.Start)
 	}
 	factors := fairShare(s, p.Config.FairShareWeight)
-	// The keys are computed once and sorted with pointers to the jobs:
-	// jobs are large, and a queue can hold a hundred thousand.
+	// The keys are computed once and sorted small, the jobs and their
+	// estimates staying where they are: a queue can hold a hundred thousand.
 	type keyed struct {
-		job       *Job
-		est       Estimate
-		rank      int
+		rank      int32
+		i         int32 // index into s.Queued and ests
 		resStart  int64
 		score     float64
 		submitted int64
+		id        int64
 	}
 	ks := make([]keyed, len(s.Queued))
+	ests := make([]Estimate, len(s.Queued))
 	for i := range s.Queued {
 		j := &s.Queued[i]
-		k := keyed{job: j, est: est(j), rank: j.Class.rank(), submitted: j.SubmittedAt.UnixNano()}
+		ests[i] = est(j)
+		k := keyed{rank: int32(j.Class.rank()), i: int32(i), submitted: j.SubmittedAt.UnixNano(), id: j.ID}
 		if j.Class == ClassReserved {
 			k.resStart = reservationStart[j.Reservation]
 		} else {
-			gpuTime := k.est.P50.Seconds() * float64(max(j.GPUs, 1))
+			gpuTime := ests[i].P50.Seconds() * float64(max(j.GPUs, 1))
 			waited := max(now.Sub(j.SubmittedAt), 0)
 			aging := 1.0
 			if p.Config.AgingHalfLife > 0 {
@@ -57,12 +59,12 @@ func (p Planner) order(now time.Time, s Snapshot, est func(*Job) Estimate) []que
 			cmp.Compare(a.resStart, b.resStart),
 			cmp.Compare(a.score, b.score),
 			cmp.Compare(a.submitted, b.submitted),
-			cmp.Compare(a.job.ID, b.job.ID),
+			cmp.Compare(a.id, b.id),
 		)
 	})
 	out := make([]queuedJob, len(ks))
 	for i, k := range ks {
-		out[i] = queuedJob{Job: k.job, est: k.est}
+		out[i] = queuedJob{Job: &s.Queued[k.i], est: ests[k.i]}
 	}
 	return out
 }
