@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,12 +13,12 @@ import (
 // then repeats the last one.
 type scriptedReader struct {
 	script []error
-	reads  int
+	reads  atomic.Int64 // read by the test while the sampler reads
 }
 
 func (r *scriptedReader) Read(context.Context) ([]Device, error) {
-	err := r.script[min(r.reads, len(r.script)-1)]
-	r.reads++
+	n := int(r.reads.Add(1))
+	err := r.script[min(n-1, len(r.script)-1)]
 	if err != nil {
 		return twoH100s(), err // a failed read's devices must not be kept
 	}
@@ -53,7 +54,7 @@ func TestSamplerRun(t *testing.T) {
 			time.Sleep(step.after)
 			synctest.Wait()
 			latest := s.Latest()
-			got := want{reads: r.reads, devices: len(latest.Devices), failed: latest.Err != nil}
+			got := want{reads: int(r.reads.Load()), devices: len(latest.Devices), failed: latest.Err != nil}
 			if got != step.want {
 				t.Errorf("at %v: got %+v, want %+v", time.Since(start), got, step.want)
 			}
