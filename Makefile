@@ -4,11 +4,18 @@ GO       ?= go
 BIN      := bin/gpucal
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
+# go-nvml's cgo calls nvml.h functions NVIDIA marked deprecated; quiet the warnings.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build run test bench lint fuzz clean
+.PHONY: build build-static run test bench lint fuzz clean
 
-## build: the gpucal binary (server, demo and client in one), pure Go, into bin/
+## build: the gpucal binary (server, demo, client and node agent in one) into bin/;
+## cgo is on because the agent reads GPUs through NVML (needs a C compiler, not the driver)
 build:
+	CGO_ENABLED=1 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpucal
+
+## build-static: one static binary without cgo (server, demo, client; its agent cannot read GPUs)
+build-static:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpucal
 
 ## run: the demo — a server on embedded SQLite with a demo cluster and bookings

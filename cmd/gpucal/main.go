@@ -48,6 +48,7 @@ func commands() []command {
 		{"user", "manage users: user add alice [--admin], user list", runUser},
 		{"project", "manage projects: project add nlp --members alice,bob, project list", runProject},
 		{"audit", "show the audit log (admins)", runAudit},
+		{"agent", "run on a GPU node: agent [--fake-gpus 8xH100] serves DCGM-named GPU metrics on :9400", runAgent},
 		{"sim", "replay a job trace through the planner: sim --trace FILE --format philly --compare", runSim},
 		{"eval", "measure estimates on traces: eval estimate --trace FILE --format swf, eval progress --trace DIR", runEval},
 		{"version", "print the version", func(ctx context.Context, e *env, args []string) error {
