@@ -60,9 +60,10 @@ func Load(r io.Reader, f Format) (Trace, error) {
 	return Trace{}, fmt.Errorf("unknown trace format %q; use one of philly, swf, helios", f)
 }
 
-// maxSeconds bounds every time a trace may state (about 300 years), so that
-// conversions to time.Duration never overflow.
-const maxSeconds = 1e10
+// maxSeconds bounds every time a trace may state (about 95 years), so that
+// conversions to time.Duration (at most about 292 years) never overflow,
+// even for a submission time plus a runtime.
+const maxSeconds = 3e9
 
 // seconds converts a non-negative number of seconds to a Duration, rounded
 // to the millisecond.

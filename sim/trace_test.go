@@ -40,6 +40,7 @@ func TestLoadPhilly(t *testing.T) {
 		{name: "shape does not add up", in: "#h\n0,0,CLOS,8+8,8,10\n", wantErr: "line 2: shape \"8+8\" adds up to 16 GPUs but the size is 8"},
 		{name: "bad shape", in: "0,0,CLOS,8+,8,10\n", wantErr: "line 1: shape \"8+\" is not a per-node split"},
 		{name: "negative duration", in: "0,0,CLOS,1,1,-5\n", wantErr: "line 1: duration: -5 seconds is out of range"},
+		{name: "runtime past time.Duration", in: "0,0,CLOS,1,1,9.5e9\n", wantErr: "line 1: duration: 9.5e+09 seconds is out of range"},
 		{name: "not a number", in: "0,0,CLOS,1,1,10\n1,soon,CLOS,1,1,10\n", wantErr: "line 2: arrival time \"soon\" is not a number of seconds"},
 		{name: "zero GPUs", in: "0,0,CLOS,0,0,10\n", wantErr: "line 1: size \"0\" is not a GPU count"},
 		{name: "missing field", in: "0,0,CLOS,1,1,10\n1,0,CLOS,1,1\n", wantErr: "line 2"},
