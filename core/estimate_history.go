@@ -284,7 +284,7 @@ func (h *History) distribution(j Job, now time.Time) (d distribution, words stri
 			a := work.precision() / (work.precision() + past.precision())
 			d = past.mix(work, a)
 			if pct := int(math.Round(100 * a)); pct >= 50 {
-				words, runs = workWords, workRuns
+				words, runs = workWords, max(runs, workRuns)
 				if pct < 100 {
 					words += fmt.Sprintf(", with the history of similar jobs weighted %d%%", 100-pct)
 				}

@@ -49,21 +49,21 @@ func TestFinishedRunsTeachThroughput(t *testing.T) {
 	if est := job(t, e, first.ID).Prediction.Estimate; !strings.HasPrefix(est.Source, "from the work, 8.4e+20 FLOPs on 8×h100") {
 		t.Errorf("first run's estimate = %+v, want the FLOPs prior", est)
 	}
-	// It and a second run take ten hours each.
+	// It and a second run take a hundred hours each (30 % of the peak).
 	for i := range 2 {
 		id := first.ID
 		if i > 0 {
 			id = submit(t, e, "alice", llama(2e10)).ID
 		}
 		start := e.Clock.Now()
-		e.Clock.Advance(10 * time.Hour)
+		e.Clock.Advance(100 * time.Hour)
 		finish(t, e, id, start, e.Clock.Now(), core.JobSucceeded)
 	}
 	next := submit(t, e, "alice", llama(4e10))
 	replan(t, e)
 	got := job(t, e, next.ID).Prediction.Estimate
-	if got.P50 != 20*time.Hour || got.Source != "from 2 earlier runs of llama-ft by alice on h100, scaled to 1.7e+21 FLOPs on 8×h100" {
-		t.Errorf("estimate of twice the tokens = %+v, want 20h scaled from the 2 runs", got)
+	if got.P50 != 200*time.Hour || got.P90 != 250*time.Hour || got.Source != "from 2 earlier runs of llama-ft by alice on h100, scaled to 1.7e+21 FLOPs on 8×h100" {
+		t.Errorf("estimate of twice the tokens = %+v, want 200h (P90 250h) scaled from the 2 runs", got)
 	}
 }
 

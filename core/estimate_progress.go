@@ -98,7 +98,7 @@ func (p Progress) remaining(now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	s := (1-p.Fraction)/p.Rate - max(now.Sub(p.At), 0).Seconds()
-	return time.Duration(max(s, 0) * float64(time.Second)), true
+	return secondsOf(max(s, 0)), true
 }
 
 // progressSpread is σ of log(actual ÷ predicted remaining time) when the
@@ -129,12 +129,20 @@ func WithProgress(prior Estimate, p Progress, elapsed time.Duration, now time.Ti
 		return prior
 	}
 	left = max(left, time.Minute) // a job that stopped reporting is not over
-	obsX, obsS := math.Log(left.Seconds()), progressSpread(p.Fraction)
+	// The longer since the report, against the time it said was left, the
+	// less it says: a job at 100 % that goes on saving a checkpoint, or one
+	// that stopped reporting, is not about to end.
+	since := max(now.Sub(p.At), 0).Seconds()
+	said := min((1-p.Fraction)/p.Rate, 100*365*24*3600)
+	stale := math.Log1p(since / max(said, 60))
+	obsX, obsS := math.Log(left.Seconds()), math.Hypot(progressSpread(p.Fraction), stale)
 	mu, sigma, w := obsX, obsS, 1.0
 	if prior.P50 > elapsed {
 		lo := (prior.P50 - elapsed).Seconds()
 		hi := max((prior.P90 - elapsed).Seconds(), lo)
-		priX, priS := math.Log(lo), max(math.Log(hi/lo)/z90, 0.05)
+		// A prior without a band (P90 at P50) is not the surest of all: it
+		// counts as narrow as History ever is.
+		priX, priS := math.Log(lo), max(math.Log(hi/lo)/z90, minUpper/z90)
 		a, b := 1/(obsS*obsS), 1/(priS*priS)
 		w = a / (a + b)
 		mu = w*obsX + (1-w)*priX

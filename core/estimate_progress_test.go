@@ -175,6 +175,30 @@ func TestWithProgress(t *testing.T) {
 			t.Errorf("after four silent hours: P50 %v, want at least a minute beyond the %v run", e.P50, elapsed)
 		}
 	})
+	t.Run("a tiny fraction is a long way off", func(t *testing.T) {
+		// One step in ten million after 20 minutes: 380 years to go at
+		// that speed, capped at a century, never "a minute" (overflow).
+		p := core.Progress{}.Advance(core.ProgressReport{Step: 1, Total: 10_000_000}, t0, t0.Add(20*time.Minute))
+		if e := core.WithProgress(core.Estimate{}, p, 20*time.Minute, t0.Add(20*time.Minute)); e.P50 < 50*365*24*time.Hour {
+			t.Errorf("one step in ten million = %+v, want decades", e)
+		}
+	})
+	t.Run("a job quiet at 100% is not about to end", func(t *testing.T) {
+		p := core.Progress{}.Advance(core.ProgressReport{Fraction: 1}, t0, t0.Add(time.Hour))
+		elapsed := 100 * time.Minute // forty minutes at 100 %, saving a checkpoint
+		e := core.WithProgress(core.Estimate{P50: 3 * time.Hour, P90: 5 * time.Hour, Source: "guess"}, p, elapsed, t0.Add(elapsed))
+		if e.P50 < elapsed+30*time.Minute {
+			t.Errorf("forty minutes at 100%% = %+v, want the guess to count again (at least +30m)", e)
+		}
+	})
+	t.Run("a prior without a band is not the surest", func(t *testing.T) {
+		p := core.Progress{}.Advance(core.ProgressReport{Fraction: 0.5}, t0, t0.Add(time.Hour))
+		flat := core.WithProgress(core.Estimate{P50: 10 * time.Hour, P90: 10 * time.Hour, Source: "x"}, p, time.Hour, t0.Add(time.Hour))
+		banded := core.WithProgress(core.Estimate{P50: 10 * time.Hour, P90: 11 * time.Hour, Source: "x"}, p, time.Hour, t0.Add(time.Hour))
+		if flat.P50 > banded.P50 {
+			t.Errorf("P90 = P50 weighs more (%v) than a narrow band (%v)", flat.P50, banded.P50)
+		}
+	})
 	t.Run("the end stays put between reports", func(t *testing.T) {
 		p := core.Progress{}.Advance(core.ProgressReport{Fraction: 0.5}, t0, t0.Add(time.Hour))
 		end := func(elapsed time.Duration) time.Time {

@@ -61,6 +61,12 @@ var peakFLOPs = map[string]float64{
 	"mi300": 1307e12, // AMD Instinct MI300X datasheet: 1,307.4 TFLOPS peak BF16 (dense)
 }
 
+// plausibleMFU reports whether a run's model FLOPs utilisation, its
+// FLOP/s per GPU over the GPU's peak, is one a real run could have: at
+// least half a percent (a slower "run" had other hints than its work) and
+// at most the peak.
+func plausibleMFU(mfu float64) bool { return mfu >= 0.005 && mfu <= 1 }
+
 // The FLOPs prior's model FLOPs utilisation: the share of the peak that a
 // training job really sustains. Well-tuned large-model training reaches
 // 40–55 %; typical research code a third or less; small models far less.
@@ -133,6 +139,9 @@ func (h *History) observeWork(r Run) {
 			continue
 		}
 		x := math.Log(amount/float64(r.GPUs)) - logSeconds(r.Duration)
+		if peak, ok := peakFLOPs[r.Family]; ok && kind == workFLOPs && !plausibleMFU(math.Exp(x)/peak) {
+			continue // hints no run could meet (7 parameters meant as 7e9): they would teach nonsense
+		}
 		for _, l := range workLevels(kind) {
 			k, ok := keyOf(l, r.Owner, r.Name, r.Family, r.GPUs)
 			if !ok {
@@ -140,7 +149,11 @@ func (h *History) observeWork(r Run) {
 			}
 			g := h.work[k]
 			if g == nil {
-				g = newRunGroup(h.cfg.Window)
+				window := h.cfg.Window
+				if l == workFamily {
+					window *= 16 // everyone's runs on the family: a coarse group, like GPU count
+				}
+				g = newRunGroup(window)
 				h.work[k] = g
 			}
 			g.add(obs{x: x, at: r.EndedAt})

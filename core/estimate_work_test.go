@@ -67,8 +67,9 @@ func TestWorkPrior(t *testing.T) {
 }
 
 func TestWorkLearnsThroughput(t *testing.T) {
-	// alice trained llama-ft on 2e10 tokens in 10 hours, three times.
-	run := Run{Owner: "alice", Project: "nlp", Name: "llama-ft", GPUs: 8, Family: "h100", Duration: 10 * time.Hour,
+	// alice trained llama-ft on 2e10 tokens in 100 hours (30 % of the
+	// H100's peak), three times.
+	run := Run{Owner: "alice", Project: "nlp", Name: "llama-ft", GPUs: 8, Family: "h100", Duration: 100 * time.Hour,
 		Work: Work{FLOPs: 8.4e20}, Outcome: OutcomeCompleted}
 	h := newHistoryOf(runs(3, run))
 	job := func(owner, name string, gpus int, tokens float64) Job {
@@ -77,16 +78,16 @@ func TestWorkLearnsThroughput(t *testing.T) {
 	}
 	t.Run("the same job, twice the tokens", func(t *testing.T) {
 		e := h.Estimate(job("alice", "llama-ft", 8, 4e10), histNow)
-		if !near(e.P50, 20*time.Hour) || e.Samples != 3 {
-			t.Errorf("estimate = %+v, want 20h from 3 runs", e)
+		if !near(e.P50, 200*time.Hour) || e.Samples != 3 {
+			t.Errorf("estimate = %+v, want 200h from 3 runs", e)
 		}
 		if want := "from 3 earlier runs of llama-ft by alice on h100, scaled to 1.7e+21 FLOPs on 8×h100"; e.Source != want {
 			t.Errorf("source = %q, want %q", e.Source, want)
 		}
 	})
 	t.Run("the same job on twice the GPUs", func(t *testing.T) {
-		if e := h.Estimate(job("alice", "llama-ft", 16, 2e10), histNow); !near(e.P50, 5*time.Hour) {
-			t.Errorf("on 16 GPUs: %+v, want 5h", e)
+		if e := h.Estimate(job("alice", "llama-ft", 16, 2e10), histNow); !near(e.P50, 50*time.Hour) {
+			t.Errorf("on 16 GPUs: %+v, want 50h", e)
 		}
 	})
 	t.Run("another job of hers", func(t *testing.T) {
@@ -96,14 +97,14 @@ func TestWorkLearnsThroughput(t *testing.T) {
 		}
 		// Her throughput (shrunk a little toward the prior), not the
 		// durations of her other job, which was twice the size.
-		if !near(e.P50, 5*time.Hour) {
-			t.Errorf("estimate = %+v, want 5h", e)
+		if !near(e.P50, 50*time.Hour) {
+			t.Errorf("estimate = %+v, want 50h", e)
 		}
 	})
 	t.Run("someone else on the same GPUs", func(t *testing.T) {
 		e := h.Estimate(job("bob", "gpt", 8, 2e10), histNow)
-		if want := "from 3 earlier runs on h100, scaled to 8.4e+20 FLOPs on 8×h100"; e.Source != want || !near(e.P50, 10*time.Hour) {
-			t.Errorf("estimate = %+v, want 10h %s", e, want)
+		if want := "from 3 earlier runs on h100, scaled to 8.4e+20 FLOPs on 8×h100"; e.Source != want || !near(e.P50, 100*time.Hour) {
+			t.Errorf("estimate = %+v, want 100h %s", e, want)
 		}
 	})
 	t.Run("a prior against the durations of earlier runs", func(t *testing.T) {
@@ -114,6 +115,18 @@ func TestWorkLearnsThroughput(t *testing.T) {
 		e := h.Estimate(job("dave", "sweep", 8, 2e10), histNow)
 		if !near(e.P50, 2*time.Hour) || !strings.HasPrefix(e.Source, "history: 5 earlier runs of sweep by dave on 8 GPUs, with the work hints weighted ") {
 			t.Errorf("estimate = %+v, want 2h from the history, the work hints weighted in", e)
+		}
+	})
+	t.Run("a run no GPU could do teaches nothing", func(t *testing.T) {
+		// bob typed 7 parameters for 7e9: his "run" reached a millionth of
+		// a percent of the peak; 8.4e20 FLOPs in a minute, far above it.
+		slow, fast := run, run
+		slow.Owner, slow.Work = "bob", Work{FLOPs: 6 * 7 * 2e10}
+		fast.Owner, fast.Duration = "bob", time.Minute
+		h := newHistoryOf(runs(3, run), runs(1, slow), runs(1, fast))
+		e := h.Estimate(job("carol", "gpt", 8, 2e10), histNow)
+		if !near(e.P50, 100*time.Hour) || e.P90 > 400*time.Hour {
+			t.Errorf("after two impossible runs = %+v, want alice's 100h with a sane P90", e)
 		}
 	})
 	t.Run("failed runs teach no throughput", func(t *testing.T) {

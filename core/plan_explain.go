@@ -39,7 +39,7 @@ func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, 
 		if q.ok {
 			pj.StartP90, pj.EndP90 = at(max(q.start, m.start)), at(max(q.end, m.end))
 		}
-		if d := m.drain; d != nil && secs(d.Deadline) > m.start && pj.EndP90.After(d.Deadline) {
+		if d := m.drain; d != nil && secs(d.Deadline) > m.start && pj.EndP90.After(d.Deadline) && pj.StartP90.Before(d.Deadline) {
 			pj.EndP90 = laterTime(d.Deadline, pj.EndP50) // drained by then whatever its speed
 		}
 		pj.StartNow = m.start <= n

@@ -82,9 +82,6 @@ func (p Planner) pessimistic(now time.Time, queue, running []queuedJob, med pass
 		default:
 			start = pastWindows(windows, gis, j.Job, start, dur)
 			end = start + dur
-			if d := m.drain; d != nil && secs(d.Deadline) > start {
-				end = min(end, secs(d.Deadline)) // a reserved job stops when its window closes
-			}
 		}
 		res.queued[i] = placement{ok: true, start: start, end: end, gpus: m.gpus, drain: m.drain}
 		for _, gi := range gis {

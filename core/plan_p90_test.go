@@ -34,6 +34,12 @@ func TestPessimisticBand(t *testing.T) {
 			s.Reservations = []Reservation{window}
 			s.Estimates[3] = Estimate{P50: hours(1), P90: hours(3)} // its P90 ends at +7h
 		}, 3, at(2), at(8), at(11)},
+		{"a preemptible job pushed past the window's start does not end before it starts", func(s *Snapshot) {
+			s.Reservations = []Reservation{window}
+			s.Queued[1].Preemptible = true
+			s.Estimates[1] = Estimate{P50: hours(1), P90: hours(5)}
+			s.Estimates[3] = Estimate{P50: hours(5), P90: hours(6)} // drained at +6h in the median plan
+		}, 3, at(2), at(10), at(16)}, // j2 waits out the window, j3 follows it: no drain before +10h
 		{"a preemptible job stops where the window opens", func(s *Snapshot) {
 			s.Reservations = []Reservation{window}
 			s.Queued[1].Preemptible = true

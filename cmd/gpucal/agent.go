@@ -59,7 +59,7 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 	sampler := gpu.NewSampler(reader, gpu.SamplerConfig{Interval: *interval, Logger: log})
 	first := sampler.Refresh(ctx)
 	if first.Err != nil {
-		return fmt.Errorf("reading the GPUs: %w", first.Err)
+		return fmt.Errorf("reading the GPUs: %w (check the driver with nvidia-smi; --fake-gpus simulates GPUs)", first.Err)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(gpu.NewExporter(sampler, gpu.ExporterConfig{Hostname: host}))
@@ -82,18 +82,17 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case <-ctx.Done():
+		shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
+		defer done()
+		if err = srv.Shutdown(shutdown); err != nil {
+			err = fmt.Errorf("stopping the metrics server: %w", err)
+		}
 	case err = <-served:
-		cancel()
-		<-sampled
-		return fmt.Errorf("serving metrics: %w", err)
+		err = fmt.Errorf("serving metrics: %w", err)
 	}
-	shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
-	defer done()
-	if err := srv.Shutdown(shutdown); err != nil {
-		return fmt.Errorf("stopping the metrics server: %w", err)
-	}
-	<-sampled
-	return nil
+	cancel()
+	<-sampled // the reader is closed only once the sampler is done with it
+	return err
 }
 
 // openGPUs returns the reader of this node's GPUs — simulated ones when

@@ -395,8 +395,8 @@ func TestSubmitQueue(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "Recorded: j1 is 25% done (250 of 1000 steps") {
 		t.Errorf("progress j1 250/1000: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
-	if _, errOut, code = s.cli("progress", "j1", "150%"); code == 0 || !strings.Contains(errOut, "between 0 and 1") {
-		t.Errorf("progress j1 150%%: exit %d, stderr: %s; want refused", code, errOut)
+	if _, errOut, code = s.cli("progress", "j1", "2/1"); code == 0 || !strings.Contains(errOut, "past the total") {
+		t.Errorf("progress j1 2/1: exit %d, stderr: %s; want refused by the server", code, errOut)
 	}
 	out, _, code = s.cli("job", "j1")
 	if code != 0 || !strings.Contains(out, "Progress") || !strings.Contains(out, "25% done (250 of 1000 steps") {

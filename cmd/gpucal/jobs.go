@@ -334,6 +334,9 @@ func runProgress(ctx context.Context, e *env, args []string) error {
 	if err != nil || cf.json {
 		return jsonOr(e, err, cf.json, j)
 	}
+	if j.Progress == nil {
+		return fmt.Errorf("the server took the report but did not return %s's progress; is it older than this client?", j.ID)
+	}
 	fmt.Fprintf(e.stdout, "Recorded: %s is %s.\n", j.ID, progressText(*j.Progress))
 	if p := j.Prediction; p != nil && !p.EndP50.IsZero() {
 		fmt.Fprintf(e.stdout, "The next plan recomputes its end (last predicted %s).\n", fmtWhen(p.EndP50, loc))
@@ -354,12 +357,15 @@ func parseProgress(s string) (web.ProgressRequest, error) {
 		return web.ProgressRequest{Step: &a, Total: &b}, nil
 	}
 	t, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
-	f, err := strconv.ParseFloat(t, 64)
+	f, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return web.ProgressRequest{}, bad
 	}
 	if pct {
 		f /= 100
+	}
+	if f < 0 || f > 1 {
+		return web.ProgressRequest{}, fmt.Errorf("progress %q: a job is between 0 and 100%% done (a fraction 0 to 1)", s)
 	}
 	return web.ProgressRequest{Fraction: &f}, nil
 }
