@@ -25,8 +25,9 @@ done
 echo "+ go vet ${pkgs[*]}"
 go vet "${pkgs[@]}"
 # Only the node agent's NVML reader needs cgo: everything must still build without it.
-echo "+ CGO_ENABLED=0 go build ./..."
+echo "+ CGO_ENABLED=0 go build ./... && CGO_ENABLED=0 go test ./agent/gpu/nvmlreader"
 CGO_ENABLED=0 go build ./...
+CGO_ENABLED=0 go test -count=1 ./agent/gpu/nvmlreader
 
 # pg_bin prints the directory holding initdb and pg_ctl, if any.
 pg_bin() {
