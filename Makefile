@@ -50,6 +50,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./agent/progress
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./agent/progress
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFake$$' -fuzztime $(FUZZTIME) ./agent/gpu
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStatusUID$$' -fuzztime $(FUZZTIME) ./agent/gpu
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadMiniBatch$$' -fuzztime $(FUZZTIME) ./sim
 
 clean:

@@ -97,4 +97,9 @@ type Process struct {
 	// (UsedKnown false), for example without permission to see it.
 	UsedMiB   uint64
 	UsedKnown bool
+	// Owner is who runs it, when the Sampler could tell (OwnerKnown): the
+	// agent tells a reservation's holder and the process's owner when a
+	// process gpucal did not start sits on reserved GPUs.
+	Owner      Owner
+	OwnerKnown bool
 }

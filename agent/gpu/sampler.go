@@ -26,6 +26,10 @@ type Sample struct {
 type SamplerConfig struct {
 	Interval time.Duration // between reads; DefaultSampleInterval when zero
 	Logger   *slog.Logger  // told when reading starts and stops failing; discarded when nil
+	// Owners, when set, names the owner of each GPU process after every
+	// read (ProcOwners("/proc") on a node); a process it cannot name (one
+	// that has just exited) keeps OwnerKnown false.
+	Owners func(pid int) (Owner, error)
 }
 
 // Sampler reads the GPUs on an interval and keeps the latest Sample, so
@@ -34,6 +38,7 @@ type SamplerConfig struct {
 // exporter works: it samples on an interval and serves the last values.
 type Sampler struct {
 	reader      Reader
+	owners      func(pid int) (Owner, error)
 	interval    time.Duration
 	log         *slog.Logger
 	readSeconds prometheus.Histogram
@@ -52,6 +57,7 @@ func NewSampler(r Reader, cfg SamplerConfig) *Sampler {
 	}
 	return &Sampler{
 		reader:   r,
+		owners:   cfg.Owners,
 		interval: cfg.Interval,
 		log:      cfg.Logger.With("subsystem", "gpu"),
 		readSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -89,6 +95,7 @@ func (s *Sampler) Refresh(ctx context.Context) Sample {
 	if err != nil {
 		sample.Devices = nil
 	}
+	s.nameOwners(sample.Devices)
 	s.readSeconds.Observe(sample.Took.Seconds())
 
 	s.mu.Lock()
@@ -98,6 +105,22 @@ func (s *Sampler) Refresh(ctx context.Context) Sample {
 
 	s.logChange(previous, sample)
 	return sample
+}
+
+// nameOwners fills in who runs each process, when the Sampler has a way
+// to tell; the devices are this read's own, not yet shared.
+func (s *Sampler) nameOwners(devices []Device) {
+	if s.owners == nil {
+		return
+	}
+	for i := range devices {
+		for k := range devices[i].Processes {
+			p := &devices[i].Processes[k]
+			if o, err := s.owners(p.PID); err == nil {
+				p.Owner, p.OwnerKnown = o, true
+			}
+		}
+	}
 }
 
 // logChange logs the first read and each time reading starts or stops

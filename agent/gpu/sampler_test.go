@@ -75,3 +75,32 @@ func TestSamplerLatestBeforeFirstRead(t *testing.T) {
 		t.Errorf("Latest before any read = %+v, want the zero Sample", got)
 	}
 }
+
+// TestSamplerNamesOwners: with Owners set, every process read gets its
+// owner when one can be told, and none otherwise.
+func TestSamplerNamesOwners(t *testing.T) {
+	r := &scriptedReader{script: []error{nil}}
+	owners := func(pid int) (Owner, error) {
+		if pid == twoH100s()[0].Processes[0].PID {
+			return Owner{UID: 1000, User: "ada"}, nil
+		}
+		return Owner{}, errors.New("exited")
+	}
+	sample := NewSampler(r, SamplerConfig{Owners: owners}).Refresh(t.Context())
+	var known, unknown int
+	for _, d := range sample.Devices {
+		for _, p := range d.Processes {
+			switch {
+			case p.OwnerKnown && p.Owner == (Owner{UID: 1000, User: "ada"}):
+				known++
+			case !p.OwnerKnown && p.Owner == (Owner{}):
+				unknown++
+			default:
+				t.Errorf("process %d: owner %+v known %t", p.PID, p.Owner, p.OwnerKnown)
+			}
+		}
+	}
+	if known != 1 {
+		t.Errorf("%d processes named, want 1 (and %d not)", known, unknown)
+	}
+}

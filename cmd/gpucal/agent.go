@@ -56,7 +56,11 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 	defer reader.Close()
 
 	log := slog.New(slog.NewTextHandler(e.stderr, nil)).With("component", "agent")
-	sampler := gpu.NewSampler(reader, gpu.SamplerConfig{Interval: *interval, Logger: log})
+	cfg := gpu.SamplerConfig{Interval: *interval, Logger: log}
+	if *fake == "" {
+		cfg.Owners = gpu.ProcOwners("/proc") // simulated GPUs' processes are not this host's
+	}
+	sampler := gpu.NewSampler(reader, cfg)
 	first := sampler.Refresh(ctx)
 	if first.Err != nil {
 		return fmt.Errorf("reading the GPUs: %w (check the driver with nvidia-smi; --fake-gpus simulates GPUs)", first.Err)
