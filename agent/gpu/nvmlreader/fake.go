@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
@@ -32,6 +33,7 @@ type FakeOptions struct {
 type FakeReader struct {
 	now    func() time.Time
 	reader *Reader
+	lib    *fakeLib
 
 	mu   sync.Mutex // guards sims, which the mock devices read
 	sims []*simGPU
@@ -79,7 +81,8 @@ func (f *FakeReader) build(specs []gpu.FakeGPU, seed uint64) (nvml.Interface, er
 		return nil, fmt.Errorf("building the mock NVML server: %w", err)
 	}
 	ids := rand.New(rand.NewPCG(seed, 0))
-	lib := &fakeLib{Server: srv}
+	lib := &fakeLib{Server: srv, events: &fakeEvents{}}
+	f.lib = lib
 	for i, d := range srv.Devices {
 		dev := d.(*server.Device)
 		dev.UUID = fakeUUID(ids)
@@ -116,6 +119,15 @@ func (f *FakeReader) SetBusy(index, pid int, usedMiB uint64) error {
 // SetIdle makes GPU index idle again: no process, idle power and clocks.
 func (f *FakeReader) SetIdle(index int) error {
 	return f.set(index, func(s *simGPU) { s.busy, s.pid, s.usedMiB = false, 0, 0 })
+}
+
+// InjectXID makes GPU index report critical XID xid (48: a double-bit ECC
+// error, 79: fallen off the bus, …) to the next Read, as NVML's event set
+// would.
+func (f *FakeReader) InjectXID(index int, xid uint64) error {
+	return f.set(index, func(*simGPU) {
+		f.lib.events.push(nvml.EventData{Device: f.lib.devices[index], EventType: nvml.EventTypeXidCriticalError, EventData: xid})
+	})
 }
 
 func (f *FakeReader) set(index int, change func(*simGPU)) error {
@@ -166,7 +178,39 @@ func fakeModel(name string) (fakeModelDef, bool) {
 type fakeLib struct {
 	*server.Server
 	devices []nvml.Device
+	events  *fakeEvents
 }
+
+// EventSetCreate returns the simulated GPUs' one event set.
+func (l *fakeLib) EventSetCreate() (nvml.EventSet, nvml.Return) { return l.events, nvml.SUCCESS }
+
+// fakeEvents is the event set of simulated GPUs: InjectXID queues events,
+// Wait hands them out in order and times out at once when none is queued.
+// The methods it does not override are the mock's, which panic if called.
+type fakeEvents struct {
+	mock.EventSet
+	mu    sync.Mutex
+	queue []nvml.EventData
+}
+
+func (e *fakeEvents) push(ev nvml.EventData) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.queue = append(e.queue, ev)
+}
+
+func (e *fakeEvents) Wait(uint32) (nvml.EventData, nvml.Return) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.queue) == 0 {
+		return nvml.EventData{}, nvml.ERROR_TIMEOUT
+	}
+	ev := e.queue[0]
+	e.queue = e.queue[1:]
+	return ev, nvml.SUCCESS
+}
+
+func (e *fakeEvents) Free() nvml.Return { return nvml.SUCCESS }
 
 func (l *fakeLib) DeviceGetHandleByIndex(i int) (nvml.Device, nvml.Return) {
 	if i < 0 || i >= len(l.devices) {
@@ -182,6 +226,10 @@ type fakeDevice struct {
 	*server.Device
 	sim *simGPU
 }
+
+// RegisterEvents accepts every registration: simulated GPUs report XIDs
+// that InjectXID queues.
+func (d *fakeDevice) RegisterEvents(uint64, nvml.EventSet) nvml.Return { return nvml.SUCCESS }
 
 func (d *fakeDevice) GetPciInfo() (nvml.PciInfo, nvml.Return) {
 	p := nvml.PciInfo{PciDeviceId: d.Config.PciDeviceId}

@@ -141,6 +141,25 @@ func TestFakeBusy(t *testing.T) {
 	}
 }
 
+func TestFakeXID(t *testing.T) {
+	f, _ := newFake(t, "2xH100", 1)
+	if err := f.InjectXID(1, 79); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := f.Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []uint64{0, 79} {
+		if !ds[i].Has(gpu.FieldXID) || ds[i].LastXID != want {
+			t.Errorf("GPU %d: XID reading %t, last %d; want %d", i, ds[i].Has(gpu.FieldXID), ds[i].LastXID, want)
+		}
+	}
+	if err := f.InjectXID(2, 79); err == nil {
+		t.Error("InjectXID accepted a GPU the node does not have")
+	}
+}
+
 func TestFakeErrors(t *testing.T) {
 	f, _ := newFake(t, "2xH100", 1)
 	if err := f.SetBusy(2, 1, 1); err == nil || !strings.Contains(err.Error(), "GPUs 0 to 1") {

@@ -39,5 +39,8 @@ func Fake([]gpu.FakeGPU, FakeOptions) (*FakeReader, error) { return nil, ErrNoCg
 // SetBusy returns ErrNoCgo.
 func (*FakeReader) SetBusy(int, int, uint64) error { return ErrNoCgo }
 
+// InjectXID returns ErrNoCgo.
+func (*FakeReader) InjectXID(int, uint64) error { return ErrNoCgo }
+
 // SetIdle returns ErrNoCgo.
 func (*FakeReader) SetIdle(int) error { return ErrNoCgo }

@@ -18,7 +18,22 @@ const mib = 1 << 20
 // time; the Sampler never runs two.
 type Reader struct {
 	lib nvml.Interface
+	xid xidWatch
 }
+
+// xidWatch follows the critical XID events NVML reports (a GPU fallen off
+// the bus, a double-bit ECC error, …): the event set the GPUs are
+// registered on, which GPUs NVML accepted, and each one's last XID.
+type xidWatch struct {
+	set     nvml.EventSet     // nil until the first read, and when NVML has no events
+	tried   bool              // the set was asked for
+	watched map[string]bool   // by GPU UUID: registered (false: NVML refused)
+	last    map[string]uint64 // by GPU UUID: the last critical XID seen
+}
+
+// maxEventsPerRead bounds how many events one read takes off the set, so a
+// GPU in an error storm cannot hold a read up; the rest wait for the next.
+const maxEventsPerRead = 256
 
 var _ gpu.Reader = (*Reader)(nil)
 
@@ -45,6 +60,9 @@ func FromInterface(lib nvml.Interface) (*Reader, error) {
 
 // Close shuts NVML down.
 func (r *Reader) Close() error {
+	if r.xid.set != nil {
+		r.xid.set.Free()
+	}
 	if ret := r.lib.Shutdown(); ret != nvml.SUCCESS {
 		return fmt.Errorf("shutting NVML down: %w", ret)
 	}
@@ -72,9 +90,58 @@ func (r *Reader) Read(ctx context.Context) ([]gpu.Device, error) {
 		if err != nil {
 			return nil, err
 		}
+		r.watch(h, d.UUID)
 		devices = append(devices, d)
 	}
+	r.takeEvents()
+	for i := range devices {
+		if uuid := devices[i].UUID; r.xid.watched[uuid] {
+			devices[i].LastXID = r.xid.last[uuid]
+			devices[i].Present |= gpu.FieldXID
+		}
+	}
 	return devices, nil
+}
+
+// watch registers GPU h for critical XID events the first time it is seen.
+// A driver or GPU without events (vGPU, some older boards) leaves the XID
+// reading out rather than failing the read.
+func (r *Reader) watch(h nvml.Device, uuid string) {
+	w := &r.xid
+	if !w.tried {
+		w.tried = true
+		w.watched, w.last = map[string]bool{}, map[string]uint64{}
+		if set, ret := r.lib.EventSetCreate(); ret == nvml.SUCCESS {
+			w.set = set
+		}
+	}
+	if w.set == nil {
+		return
+	}
+	if _, seen := w.watched[uuid]; !seen {
+		w.watched[uuid] = h.RegisterEvents(nvml.EventTypeXidCriticalError, w.set) == nvml.SUCCESS
+	}
+}
+
+// takeEvents takes the XID events that arrived since the last read off the
+// set without waiting, keeping each GPU's last XID.
+func (r *Reader) takeEvents() {
+	w := &r.xid
+	if w.set == nil {
+		return
+	}
+	for range maxEventsPerRead {
+		ev, ret := w.set.Wait(0)
+		if ret != nvml.SUCCESS { // ERROR_TIMEOUT: nothing more
+			return
+		}
+		if ev.EventType&nvml.EventTypeXidCriticalError == 0 || ev.Device == nil {
+			continue
+		}
+		if uuid, ret := ev.Device.GetUUID(); ret == nvml.SUCCESS {
+			w.last[uuid] = ev.EventData
+		}
+	}
 }
 
 // readDevice reads one GPU: its identity, which must succeed, then each

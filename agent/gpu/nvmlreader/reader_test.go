@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	"github.com/google/go-cmp/cmp"
@@ -20,6 +21,7 @@ import (
 func mockH100s(n int) *server.Server {
 	srv := dgxh100.New()
 	srv.Devices = srv.Devices[:n]
+	srv.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }
 	for i, d := range srv.Devices {
 		dev := d.(*server.Device)
 		dev.UUID = "GPU-" + strings.Repeat(string(rune('0'+i)), 8)
@@ -170,5 +172,56 @@ func TestFromInterfaceInitFails(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tt.wantText)
 			}
 		})
+	}
+}
+
+// TestReadXID: critical XID events arrive through an event set; a GPU that
+// accepts the registration reports its last XID (0 before any), one that
+// refuses reports none, and a read takes only what has arrived.
+func TestReadXID(t *testing.T) {
+	srv := mockH100s(2)
+	var queue []nvml.EventData
+	set := &mock.EventSet{
+		WaitFunc: func(uint32) (nvml.EventData, nvml.Return) {
+			if len(queue) == 0 {
+				return nvml.EventData{}, nvml.ERROR_TIMEOUT
+			}
+			ev := queue[0]
+			queue = queue[1:]
+			return ev, nvml.SUCCESS
+		},
+		FreeFunc: func() nvml.Return { return nvml.SUCCESS },
+	}
+	srv.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return set, nvml.SUCCESS }
+	device(srv, 0).RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.SUCCESS }
+	device(srv, 1).RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.ERROR_NOT_SUPPORTED }
+	r, err := FromInterface(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	read := func() []gpu.Device {
+		t.Helper()
+		ds, err := r.Read(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	if ds := read(); !ds[0].Has(gpu.FieldXID) || ds[0].LastXID != 0 || ds[1].Has(gpu.FieldXID) {
+		t.Errorf("before any XID: %+v / %+v, want 0 on GPU 0 and no reading on GPU 1", ds[0], ds[1])
+	}
+	queue = append(queue,
+		nvml.EventData{Device: device(srv, 0), EventType: nvml.EventTypeXidCriticalError, EventData: 48},
+		nvml.EventData{Device: device(srv, 0), EventType: nvml.EventTypeXidCriticalError, EventData: 79},
+		nvml.EventData{Device: device(srv, 0), EventType: nvml.EventTypeSingleBitEccError, EventData: 1})
+	if ds := read(); ds[0].LastXID != 79 || ds[1].Has(gpu.FieldXID) {
+		t.Errorf("after XIDs 48 and 79: GPU 0 last XID %d, want 79", ds[0].LastXID)
+	}
+	if ds := read(); ds[0].LastXID != 79 {
+		t.Errorf("the last XID is kept: %d, want 79", ds[0].LastXID)
+	}
+	if calls := len(device(srv, 0).RegisterEventsCalls()); calls != 1 {
+		t.Errorf("GPU 0 registered %d times over three reads, want once", calls)
 	}
 }
