@@ -1,0 +1,71 @@
+// Package run runs one job on a node: the local mechanics the node agent
+// uses once the server has told it to start or stop a job (issue 5, scopes
+// 3 and 4). It knows nothing of the server, heartbeats or the plan; the
+// agent feeds it a Spec and a StopPlan and reports what comes back.
+//
+// # Starting
+//
+// Start starts a job's command as the job's user, in a process group of its
+// own, with the environment gpucal promises (docs/progress.md):
+//
+//   - a fixed base: PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin,
+//     and HOME, USER and LOGNAME of the user the job runs as; nothing of the
+//     agent's own environment leaks in;
+//   - then the job's own variables (Spec.Env), which may override the base;
+//   - then what gpucal sets: CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES
+//     (the GPU UUIDs the plan gave the job, comma-separated, in order; empty
+//     for a job without GPUs, so that it sees none), GPUCAL_JOB (and
+//     GPUCAL_JOB_ID, the same), GPUCAL_SERVER, GPUCAL_JOB_TOKEN and GPUCAL_PROGRESS_FILE. Spec.Env may
+//     not set these (nor any GPUCAL_ variable): core refuses them at submit,
+//     and Start refuses them again, so that no other path hands a job
+//     another job's GPUs.
+//
+// The program is looked up in the job's PATH, not the agent's. When the
+// agent runs as root, the job runs as Spec.User with that user's group and
+// supplementary groups; an agent that is not root runs jobs as itself only
+// and refuses a job for another user with an error saying so.
+//
+// # Output and progress
+//
+// The job's stdout and stderr are both appended to Spec.LogPath (0640, in a
+// directory made 0750 if missing), which the API serves. The job writes
+// the file itself, through a descriptor it inherits: the agent does not sit
+// on a pipe between the job and its log. The agent reads the file back
+// every 200 ms into a progress.Parser, whose reports go to Spec.OnProgress,
+// and reads the last of it and flushes the parser before Wait returns.
+//
+// # Why a restarted agent does not kill its jobs
+//
+// Each job is its own process group (Setpgid), so a signal meant for the
+// agent (a Ctrl-C, systemd stopping the agent's process only) does not
+// reach it, and a drain signals the whole group, children included. There
+// is deliberately no parent-death signal (Pdeathsig): an agent that is
+// upgraded, restarted or crashes must leave its jobs running, and a job
+// writes its log without the agent, so it does not die of a broken pipe
+// either. The agent that comes back finds its jobs by their process groups
+// and keeps enforcing the deadlines it persisted. (The systemd unit for
+// the agent must therefore use KillMode=process.)
+//
+// # Stopping
+//
+// Process.Stop runs the enforcement ladder of a drain order: the
+// checkpoint signal (SIGUSR1 unless the job asks for another) at
+// CheckpointAt, SIGTERM at TermAt and SIGKILL at KillAt, each to the whole
+// process group, then waits until the group is empty — every process,
+// including those that forked and outlived the first one. Times already
+// past fire at once, so an agent restarted mid-drain passes the persisted
+// times and does not grant fresh grace. A job that ends on its own ends
+// the ladder. The StopReport says which signals went when, when the group
+// was seen empty and the Margin left before the deadline. That the GPUs
+// are empty too is for the agent to check with NVML afterwards.
+//
+// # Limits
+//
+// A job that leaves its process group (setsid, a double fork into a new
+// group) escapes Stop; a cgroup per job, where available, will close that
+// gap. The resource use in a Result covers the first process and the
+// descendants it waited for.
+//
+// The package is Linux only and imports the standard library and
+// agent/progress; it is meant for the node agent.
+package run

@@ -1,0 +1,216 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gpucal/gpucal/agent/progress"
+)
+
+// followEvery is how often the agent reads what a running job appended to
+// its log, for progress.
+const followEvery = 200 * time.Millisecond
+
+// Spec is one job to start on this node.
+type Spec struct {
+	Command []string          // the program and its arguments; the program is looked up in the job's PATH
+	Env     map[string]string // the job's own variables, on top of the base; no GPUCAL_* nor *_VISIBLE_DEVICES
+	WorkDir string            // the working directory; "" is the agent's
+	// User is who the job runs as; "" is the agent's user. Another user
+	// needs an agent running as root.
+	User         string
+	GPUs         []string // GPU UUIDs, in order: CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES
+	JobID        string   // GPUCAL_JOB, e.g. "j42"; set only when not ""
+	Server       string   // GPUCAL_SERVER, set only when not ""
+	JobToken     string   // GPUCAL_JOB_TOKEN, set only when not ""
+	ProgressFile string   // GPUCAL_PROGRESS_FILE, set only when not ""
+	// LogPath is the file the job's stdout and stderr are appended to. It
+	// is created 0640, its directory 0750, owned by the agent.
+	LogPath string
+	// OnProgress, if not nil, is called with each report read from the
+	// job's output, from one goroutine at a time. It must not block long.
+	OnProgress func(progress.Report)
+}
+
+// Result is how a job's process ended.
+type Result struct {
+	// ExitCode is the exit status, or -1 when a signal ended the process.
+	ExitCode int
+	// Signal is the signal that ended the process, 0 when it exited.
+	Signal syscall.Signal
+	// Started and Ended are when the process started and when the agent
+	// saw it end.
+	Started, Ended time.Time
+	// UserTime, SystemTime and MaxRSS (bytes) are the process's resource
+	// use, and that of the descendants it waited for.
+	UserTime, SystemTime time.Duration
+	MaxRSS               int64
+}
+
+// Process is a started job.
+type Process struct {
+	pid    int
+	done   chan struct{} // closed when result is set
+	result Result
+	stopMu sync.Mutex // one Stop at a time
+}
+
+// Start starts the job s describes, in a process group of its own, with its
+// output appended to s.LogPath and read for progress. ctx bounds the start
+// only: the job outlives it, and outlives the agent too (see the package
+// documentation).
+func Start(ctx context.Context, s Spec) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(s.Command) == 0 {
+		return nil, errors.New("the job has no command")
+	}
+	if s.LogPath == "" {
+		return nil, errors.New("the job has no log path")
+	}
+	current, err := user.Current()
+	if err != nil {
+		return nil, fmt.Errorf("finding the agent's user: %w", err)
+	}
+	acct, err := resolveUser(s.User, os.Geteuid(), current)
+	if err != nil {
+		return nil, err
+	}
+	env, err := environ(s, acct)
+	if err != nil {
+		return nil, err
+	}
+	path, err := lookPath(s.Command[0], env)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := os.MkdirAll(filepath.Dir(s.LogPath), 0o750); err != nil {
+		return nil, fmt.Errorf("creating the log directory: %w", err)
+	}
+	logw, err := os.OpenFile(s.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("opening the job's log: %w", err)
+	}
+	defer logw.Close() // the job holds its own copy
+	logr, err := os.Open(s.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("opening the job's log for reading: %w", err)
+	}
+	from, err := logr.Seek(0, io.SeekEnd) // an earlier run's output is not this run's progress
+	if err != nil {
+		logr.Close()
+		return nil, fmt.Errorf("reading the job's log: %w", err)
+	}
+
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   s.Command,
+		Env:    env,
+		Dir:    s.WorkDir,
+		Stdout: logw, // an *os.File is handed to the job as it is: no pipe for
+		Stderr: logw, // the agent to keep open, so the job survives the agent
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:    true,
+			Credential: acct.cred,
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		logr.Close()
+		return nil, fmt.Errorf("starting the job: %w", err)
+	}
+	p := &Process{pid: cmd.Process.Pid, done: make(chan struct{})}
+	f := &follower{r: logr, off: from, parser: progress.NewParser(s.OnProgress), stop: make(chan struct{}), stopped: make(chan struct{})}
+	go f.run()
+	go p.wait(cmd, time.Now().UTC(), f)
+	return p, nil
+}
+
+// PID returns the process ID of the job's first process, which is also its
+// process group ID.
+func (p *Process) PID() int { return p.pid }
+
+// Wait waits for the job's first process to end and returns how it ended,
+// once its output has been read for progress. It may be called any number
+// of times, from any goroutine; each call returns the same Result.
+// Processes the job left behind in its group are Stop's business.
+func (p *Process) Wait() Result {
+	<-p.done
+	return p.result
+}
+
+// wait reaps the process, lets the follower read the last of the log and
+// publishes the result.
+func (p *Process) wait(cmd *exec.Cmd, started time.Time, f *follower) {
+	_ = cmd.Wait() // an exit status other than 0 is an error here; the state says all
+	r := Result{ExitCode: -1, Started: started, Ended: time.Now().UTC()}
+	if st := cmd.ProcessState; st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok {
+			if ws.Signaled() {
+				r.Signal = ws.Signal()
+			} else {
+				r.ExitCode = ws.ExitStatus()
+			}
+		}
+		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+			r.UserTime = time.Duration(ru.Utime.Nano())
+			r.SystemTime = time.Duration(ru.Stime.Nano())
+			r.MaxRSS = ru.Maxrss * 1024 // Linux counts KiB
+		}
+	}
+	close(f.stop)
+	<-f.stopped
+	p.result = r
+	close(p.done)
+}
+
+// follower reads what the job appends to its log into a progress.Parser.
+// The job writes the log itself, so the agent reads it back rather than
+// sitting between the job and its log.
+type follower struct {
+	r       *os.File
+	off     int64
+	parser  *progress.Parser
+	stop    chan struct{} // closed when the job's process has ended
+	stopped chan struct{} // closed when the last of the log is read
+}
+
+func (f *follower) run() {
+	defer close(f.stopped)
+	defer f.r.Close()
+	t := time.NewTicker(followEvery)
+	defer t.Stop()
+	buf := make([]byte, 32<<10)
+	for {
+		f.read(buf)
+		select {
+		case <-t.C:
+		case <-f.stop:
+			f.read(buf)
+			f.parser.Flush()
+			return
+		}
+	}
+}
+
+// read reads the log from where it last stopped to its end.
+func (f *follower) read(buf []byte) {
+	for {
+		n, err := f.r.ReadAt(buf, f.off)
+		f.off += int64(n)
+		_, _ = f.parser.Write(buf[:n]) // never fails
+		if err != nil || n < len(buf) {
+			return // io.EOF, or a read error that the next tick retries
+		}
+	}
+}
