@@ -301,7 +301,7 @@ func (h *History) distribution(j Job, now time.Time) (d distribution, words stri
 	if j.Hints.Guess > 0 {
 		errs, n := h.guessErrors(j.Owner, now)
 		g := errs.shifted(logSeconds(j.Hints.Guess))
-		a := g.precision() / (g.precision() + d.precision())
+		a := g.precision() / (g.precision() + d.precisionOf(runs, h.cfg.Prior))
 		d = d.mix(g, a)
 		if pct := int(math.Round(100 * a)); pct > 0 {
 			whose := "the guess"
@@ -574,6 +574,19 @@ func (d distribution) shifted(by float64) distribution {
 func (d distribution) precision() float64 {
 	sigma := max((d.quantile(0.9)-d.quantile(0.1))/2.5631, 0.05)
 	return 1 / (sigma * sigma)
+}
+
+// precisionOf is the precision of a distribution read from n runs: its
+// spread is only as sure as the runs behind it, so it is shrunk, with
+// weight k, toward twice the spread of an unchecked guess (guessPrior: a
+// factor of three either way; jobs differ more than that), and never taken
+// narrower than its own. One run of 20
+// minutes says little about how much a job can vary; fifty do.
+func (d distribution) precisionOf(n int, k float64) float64 {
+	own := 1 / d.precision()
+	prior := 4 / guessPrior.precision() // twice the spread: jobs differ more than a guess errs
+	v := max(own, (float64(n)*own+k*prior)/(float64(n)+k))
+	return 1 / v
 }
 
 // logSeconds is ln of a duration in seconds, at least one second.

@@ -153,6 +153,20 @@ func TestHistoryGuess(t *testing.T) {
 	}
 }
 
+// TestHistoryGuessAgainstFewRuns: one run of someone else's job says
+// little; a guess is not drowned by it.
+func TestHistoryGuessAgainstFewRuns(t *testing.T) {
+	h := newHistoryOf(runs(1, Run{Owner: "bob", Name: "probe", GPUs: 1, Duration: 10 * time.Second}))
+	e := h.Estimate(Job{Owner: "alice", Name: "train", GPUs: 2, Hints: Hints{Guess: time.Hour}}, histNow)
+	m := guessWeight.FindStringSubmatch(e.Source)
+	if m == nil {
+		t.Fatalf("source %q does not weigh the guess", e.Source)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 25 || e.P50 < 2*time.Minute {
+		t.Errorf("a 1h guess against one 10s run of another job: P50 %v with the guess weighted %d%%; want the guess to count (%s)", e.P50, n, e.Source)
+	}
+}
+
 func TestHistoryRecency(t *testing.T) {
 	h := NewHistory(HistoryConfig{HalfLife: 14 * 24 * time.Hour})
 	for i := range 5 { // five runs of an hour, three months ago
