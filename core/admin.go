@@ -80,7 +80,7 @@ func (s *Service) Nodes(ctx context.Context, a Actor) ([]NodeStatus, error) {
 			if st.Job = holder[g.ID]; st.Job != nil {
 				st.Status = "running"
 			}
-			if g.State == GPUDown {
+			if g.State == GPUDown || g.Fault != "" || n.State == NodeDown {
 				st.Status = "down"
 			}
 			ns.GPUs = append(ns.GPUs, st)

@@ -50,7 +50,7 @@ func freeByNode(nodes []Node, slots []Slot, d demand) []nodeFree {
 		}
 		nf := nodeFree{name: n.Name, touch: touch}
 		for _, g := range n.GPUs {
-			if g.State == GPUUp && !busy[g.ID] && d.model.Matches(g.Model()) {
+			if g.Schedulable() && !busy[g.ID] && d.model.Matches(g.Model()) {
 				nf.gpus = append(nf.gpus, g)
 			}
 		}

@@ -158,7 +158,7 @@ func checkDemand(nodes []Node, d demand) error {
 	total, families := 0, map[string]bool{}
 	for _, g := range allGPUs(nodes) {
 		families[g.Model().String()] = true
-		if g.State == GPUUp && (d.node == "" || g.Node == d.node) && d.model.Matches(g.Model()) {
+		if g.Schedulable() && (d.node == "" || g.Node == d.node) && d.model.Matches(g.Model()) {
 			total++
 		}
 	}
@@ -177,7 +177,7 @@ func checkDemand(nodes []Node, d demand) error {
 		for _, n := range nodes {
 			c := 0
 			for _, g := range n.GPUs {
-				if g.State == GPUUp && d.model.Matches(g.Model()) {
+				if g.Schedulable() && d.model.Matches(g.Model()) {
 					c++
 				}
 			}

@@ -27,9 +27,9 @@ func (p Progress) Reported() bool { return !p.At.IsZero() }
 
 // ProgressReport is one report: a fraction, or steps out of a total.
 type ProgressReport struct {
-	Fraction float64 // used when Total is 0
-	Step     int64
-	Total    int64 // > 0: the report is Step of Total
+	Fraction float64 `json:"fraction,omitempty"` // used when Total is 0
+	Step     int64   `json:"step,omitempty"`
+	Total    int64   `json:"total,omitempty"` // > 0: the report is Step of Total
 }
 
 // Check refuses a report no job can make.

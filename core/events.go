@@ -16,7 +16,18 @@ const (
 	EventStartsSoon      EventKind = "starts_soon"       // predicted to start within StartsSoonWithin
 	EventWillBeDrained   EventKind = "will_be_drained"   // a drain order appeared: it will be stopped for a reservation
 	EventStarted         EventKind = "started"           // the server started it (its GPUs are assigned)
+
+	// Events of the agents' reports.
+	EventFinished       EventKind = "finished"        // it ended: succeeded, failed, was preempted or cancelled
+	EventDrainWarning   EventKind = "drain_warning"   // it will be stopped soon for a reservation: checkpoint now
+	EventForeignProcess EventKind = "foreign_process" // a process gpucal did not start sits on reserved GPUs
+	EventNodeDown       EventKind = "node_down"       // to admins: a node's agent fell silent
+	EventNodeBack       EventKind = "node_back"       // to admins: a node that was down is heard from again
+	EventGPUFault       EventKind = "gpu_fault"       // to admins: a GPU was taken out of service
 )
+
+// Admins is the User of events for every site admin rather than one user.
+const Admins = "@admins"
 
 // Event is one thing a user should hear about. Events are written to the
 // outbox in the same transaction as the change that caused them and

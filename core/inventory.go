@@ -13,7 +13,27 @@ type Node struct {
 	Name      string
 	GPUs      []GPU // ordered by Index
 	CreatedAt time.Time
+
+	// What its agent last said, for a node that joined with one (an
+	// admin may also add a node by hand: State is then NodeUnmanaged).
+	State    NodeState
+	LastSeen time.Time // the last heartbeat; zero before the first
+	Agent    string    // the agent's version
+	NVML     string    // "" while its GPUs read fine, else why they do not
 }
+
+// NodeState is whether a node's agent is heard from.
+type NodeState string
+
+const (
+	NodeUnmanaged NodeState = ""        // added by hand, no agent: always schedulable, jobs are not launched
+	NodeReady     NodeState = "ready"   // heartbeats arrive
+	NodeSuspect   NodeState = "suspect" // some heartbeats missed: no new jobs start there
+	NodeDown      NodeState = "down"    // silent too long: its jobs failed, nothing is planned there
+)
+
+// Managed reports whether an agent runs the node's jobs.
+func (n Node) Managed() bool { return n.State != NodeUnmanaged }
 
 // GPUState is the administrative state of a GPU. Only GPUs that are up can
 // be booked; a down GPU keeps its past reservations.
@@ -34,7 +54,23 @@ type GPU struct {
 	MemoryMiB int64
 	UUID      string
 	State     GPUState
+	// Fault, when not "", takes the GPU out of service until an admin
+	// clears it: a critical XID error, a process that outlived a drain.
+	Fault     string
+	Telemetry Telemetry // the agent's latest reading; zero without an agent
 }
+
+// Telemetry is a GPU's latest reading.
+type Telemetry struct {
+	At      time.Time // when the heartbeat carrying it arrived; zero: never
+	Util    float64   // percent
+	UsedMiB int64
+	TempC   float64
+	PowerW  float64
+}
+
+// Schedulable reports whether new work may be placed on g.
+func (g GPU) Schedulable() bool { return g.State == GPUUp && g.Fault == "" }
 
 // Model returns the GPU's normalised model.
 func (g GPU) Model() Model { return GPUModel(g.Name, g.MemoryMiB) }

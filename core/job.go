@@ -104,7 +104,33 @@ type Job struct {
 	Assigned    []GPURef  // the GPUs it holds once starting
 	Progress    Progress  // what it last reported about how far it is, once running
 	Prediction  Prediction
+	// Checkpoint is the signal that asks it to save its state before it
+	// is stopped ("SIGUSR1" unless the submitter chose another).
+	Checkpoint string
+	// Stop is set once gpucal decided to stop it while it runs: a
+	// cancellation or a drain. The agents then stop it and the job ends
+	// when all its processes are gone.
+	Stop *StopRequest
+	// Runs are its parts on each node, as their agents report them.
+	Runs []NodeRun
 }
+
+// StopRequest is why and from when a running job is being stopped.
+type StopRequest struct {
+	Reason      string    `json:"reason"` // StopCancelled or StopDrain
+	At          time.Time `json:"at"`     // when it was decided
+	Reservation int64     `json:"reservation,omitempty"`
+	Deadline    time.Time `json:"deadline"` // when no process may be left
+}
+
+// NodeRun is a job's part on one node as its agent last reported it.
+type NodeRun struct {
+	Node string `json:"node"`
+	JobReport
+}
+
+// Final reports whether the part has ended (or never started).
+func (r NodeRun) Final() bool { return r.State == RunExited || r.State == RunRefused }
 
 // Name returns the job's public ID, "j42".
 func JobName(id int64) string { return "j" + strconv.FormatInt(id, 10) }

@@ -27,6 +27,9 @@ type SubmitRequest struct {
 	Reservation int64 // run inside this reservation of the submitter's (class reserved)
 	Project     string
 	Hints       Hints
+	// Checkpoint is the signal asking the job to save its state before it
+	// is stopped: "SIGUSR1" (the default), "SIGUSR2", "SIGINT", "SIGTERM", …
+	Checkpoint string
 }
 
 // JobFilter selects jobs; zero fields match everything.
@@ -157,8 +160,13 @@ func (s *Service) newJob(a Actor, req SubmitRequest, now time.Time) (Job, Model,
 	case class != ClassHigh && class != ClassNormal && class != ClassLow:
 		return Job{}, Model{}, Errorf(CodeInvalid, "class %q must be high, normal or low (reserved comes with a reservation)", class)
 	}
+	checkpoint, err := CheckpointSignal(req.Checkpoint)
+	if err != nil {
+		return Job{}, Model{}, err
+	}
 	j := Job{
-		Owner: a.User, Project: req.Project, Name: name, Type: typ, GPUs: req.GPUs, Model: model.String(),
+		Checkpoint: checkpoint,
+		Owner:      a.User, Project: req.Project, Name: name, Type: typ, GPUs: req.GPUs, Model: model.String(),
 		Command: slices.Clone(req.Command), Env: cloneEnv(req.Env), WorkDir: req.WorkDir,
 		Class: class, Preemptible: req.Preemptible || class == ClassLow, Reservation: req.Reservation,
 		Hints: req.Hints, State: JobQueued, SubmittedAt: now,
@@ -366,9 +374,11 @@ func (s *Service) Jobs(ctx context.Context, a Actor, f JobFilter) ([]Job, error)
 	return js, err
 }
 
-// CancelJob cancels a job. A queued job simply leaves the queue; one that
-// holds GPUs is marked cancelled and its GPUs are free at once (stopping
-// its processes is the agent's part).
+// CancelJob cancels a job. A queued job simply leaves the queue. One that
+// runs on nodes with agents is stopped by them (checkpoint signal, SIGTERM,
+// then SIGKILL within the drain grace): it is draining until they report
+// its processes gone, and then cancelled. One on nodes without an agent is
+// cancelled at once and its GPUs are free.
 func (s *Service) CancelJob(ctx context.Context, a Actor, id int64) (Job, error) {
 	now := s.Now()
 	var out Job
@@ -381,7 +391,21 @@ func (s *Service) CancelJob(ctx context.Context, a Actor, id int64) (Job, error)
 			return Errorf(CodeInvalid, "%s is already %s", JobName(j.ID), j.State)
 		}
 		was := j.State
-		j.State, j.EndedAt = JobCancelled, now
+		managed, err := onManagedNode(ctx, tx, j)
+		if err != nil {
+			return err
+		}
+		switch {
+		case j.State == JobDraining && j.Stop != nil && j.Stop.Reason == StopCancelled:
+			return Errorf(CodeInvalid, "%s is already being cancelled; its processes are gone by %s", JobName(j.ID), fmtTime(j.Stop.Deadline))
+		case managed:
+			// Its agents stop it; it ends, and its GPUs are free, once
+			// they report its processes gone.
+			j.State = JobDraining
+			j.Stop = &StopRequest{Reason: StopCancelled, At: now, Deadline: now.Add(s.nodes.Drain.Grace)}
+		default:
+			j.State, j.EndedAt = JobCancelled, now
+		}
 		if err := tx.UpdateJob(ctx, j); err != nil {
 			return err
 		}
@@ -498,4 +522,21 @@ func joinStates(ss []JobState) string {
 		parts[i] = string(s)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// onManagedNode reports whether any GPU j holds is on a node with an agent.
+func onManagedNode(ctx context.Context, tx Tx, j Job) (bool, error) {
+	if len(j.Assigned) == 0 {
+		return false, nil
+	}
+	nodes, err := tx.Nodes(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range nodes {
+		if n.Managed() && slicesContainsNode(j.Assigned, n.Name) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -77,7 +77,7 @@ func TestSubmit(t *testing.T) {
 	want := core.Job{
 		ID: 1, Owner: "alice", Project: "vision", Name: "llama-ft", Type: core.TypeFinetune, GPUs: 4, Model: "a100",
 		Command: []string{"python", "train.py"}, Env: map[string]string{"WANDB_PROJECT": "llama"}, WorkDir: "/home/alice/llama",
-		Class: core.ClassNormal, Hints: core.Hints{Guess: 3 * hour}, State: core.JobQueued, SubmittedAt: epoch,
+		Class: core.ClassNormal, Hints: core.Hints{Guess: 3 * hour}, State: core.JobQueued, SubmittedAt: epoch, Checkpoint: "SIGUSR1",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Submit mismatch (-want +got):\n%s", diff)

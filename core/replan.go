@@ -130,6 +130,7 @@ func (s *Service) snapshot(ctx context.Context, now time.Time) (Snapshot, error)
 		if snap.Nodes, err = tx.Nodes(ctx); err != nil {
 			return err
 		}
+		outOfService(snap.Nodes)
 		snap.Reservations, err = tx.Reservations(ctx, ReservationFilter{From: now, States: []ReservationState{Confirmed, Released, NoShow}})
 		if err != nil {
 			return err
@@ -343,4 +344,18 @@ func laterTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// outOfService marks, in a snapshot, the GPUs nothing new may use as
+// down: those with a fault and those of nodes whose agent is not heard
+// from (suspect or down). Jobs already on them keep running.
+func outOfService(nodes []Node) {
+	for i := range nodes {
+		n := &nodes[i]
+		for k := range n.GPUs {
+			if !n.GPUs[k].Schedulable() || n.State == NodeSuspect || n.State == NodeDown {
+				n.GPUs[k].State = GPUDown
+			}
+		}
+	}
 }

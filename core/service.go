@@ -13,6 +13,7 @@ type Service struct {
 	now       func() time.Time
 	estimator Estimator
 	planner   Planner
+	nodes     NodePolicy
 }
 
 // Option configures a Service.
@@ -27,6 +28,12 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 // WithEstimator sets how job runtimes are estimated.
 func WithEstimator(e Estimator) Option { return func(s *Service) { s.estimator = e } }
 
+// WithNodePolicy sets how the server hears from agents.
+func WithNodePolicy(p NodePolicy) Option { return func(s *Service) { s.nodes = p } }
+
+// NodePolicy returns how the server hears from agents.
+func (s *Service) NodePolicy() NodePolicy { return s.nodes }
+
 // WithPlanner sets the planner that Replan and WhatIf use.
 func WithPlanner(p Planner) Option { return func(s *Service) { s.planner = p } }
 
@@ -36,7 +43,7 @@ func WithPlanner(p Planner) Option { return func(s *Service) { s.planner = p } }
 // DefaultPlanConfig.
 func NewService(store Store, opts ...Option) *Service {
 	s := &Service{store: store, policy: DefaultPolicy, now: time.Now,
-		estimator: newLearner(), planner: Planner{Config: DefaultPlanConfig}}
+		estimator: newLearner(), planner: Planner{Config: DefaultPlanConfig}, nodes: DefaultNodePolicy}
 	for _, o := range opts {
 		o(s)
 	}

@@ -26,6 +26,18 @@ type Tx interface {
 	Nodes(ctx context.Context) ([]Node, error)
 	// InsertNode stores n and its GPUs and fills in their IDs.
 	InsertNode(ctx context.Context, n *Node) error
+	// UpdateNode stores n's State, LastSeen, Agent and NVML and, for each
+	// of its GPUs, Index, UUID, Name, MemoryMiB, State, Fault and Telemetry; a GPU with
+	// ID 0 is inserted and gets its ID. GPUs are never deleted.
+	UpdateNode(ctx context.Context, n *Node) error
+	// SetNodeCredential stores the hash of node id's credential, replacing
+	// the one before.
+	SetNodeCredential(ctx context.Context, id int64, hash string) error
+	// NodeByCredential returns the node whose credential has this hash.
+	NodeByCredential(ctx context.Context, hash string) (Node, error)
+	// InsertJoinToken stores a join token; JoinToken finds one by hash.
+	InsertJoinToken(ctx context.Context, t JoinToken) error
+	JoinToken(ctx context.Context, hash string) (JoinToken, error)
 
 	// Slots returns the slots of reservations that still hold their GPUs and
 	// whose window touches [from, to]: Start <= to and End >= from, so that
@@ -68,10 +80,19 @@ type Tx interface {
 	Job(ctx context.Context, id int64) (Job, error)
 	// Jobs returns the jobs that match f, newest (highest ID) first.
 	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
-	// UpdateJob stores j's State, Assigned GPUs, StartedAt, EndedAt and
-	// Prediction. A GPU may be held by one holding job at a time; a second
+	// UpdateJob stores j's State, Assigned GPUs, StartedAt, EndedAt,
+	// Prediction, Stop and Runs. A GPU may be held by one holding job at a time; a second
 	// one is refused with a CodeConflict error.
 	UpdateJob(ctx context.Context, j Job) error
+	// AppendLog stores a chunk of job's log: n bytes at offset, of which
+	// data (len(data) <= n) are kept; a chunk whose bytes are not kept
+	// still counts in the size. It returns the log's size after it.
+	// offset must be the size before; any other is refused with a
+	// CodeConflict error and nothing is stored.
+	AppendLog(ctx context.Context, job, offset, n int64, data []byte) (int64, error)
+	// Log returns up to limit bytes of job's log from offset, the chunks
+	// touching [offset, offset+limit) in order, and the log's size.
+	Log(ctx context.Context, job, offset, limit int64) ([]LogChunk, int64, error)
 	// SetProgress stores the progress job id reported.
 	SetProgress(ctx context.Context, id int64, p Progress) error
 	// SetPredictions stores the prediction of each job in ps that is not
@@ -120,4 +141,20 @@ type IdempotencyRecord struct {
 	Status      int
 	Body        []byte
 	CreatedAt   time.Time
+}
+
+// JoinToken lets agents join the cluster until it expires; only its hash is kept.
+type JoinToken struct {
+	Hash      string
+	CreatedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// LogChunk is a stretch of a job's log: N bytes from Offset, of which Data
+// (the first len(Data)) were kept.
+type LogChunk struct {
+	Offset int64
+	N      int64
+	Data   []byte
 }

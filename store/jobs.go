@@ -114,8 +114,8 @@ func (t *tx) withAssigned(ctx context.Context, rows []jobRow) ([]core.Job, error
 	return out, nil
 }
 
-// UpdateJob stores j's State, StartedAt, EndedAt, Prediction and Assigned
-// GPUs, sorted by node and index. The GPUs hold while j's state holds; a
+// UpdateJob stores j's State, StartedAt, EndedAt, Prediction, Stop, Runs
+// and Assigned GPUs, sorted by node and index. The GPUs hold while j's state holds; a
 // GPU another holding job holds is refused by the database, and the error
 // makes Update run the transaction again.
 func (t *tx) UpdateJob(ctx context.Context, j core.Job) error {
@@ -125,7 +125,7 @@ func (t *tx) UpdateJob(ctx context.Context, j core.Job) error {
 	}
 	res, err := t.db.NewUpdate().Model(&row).
 		Column("state", "started_at", "ended_at", "planned_at", "position", "start_p50", "start_p90",
-			"end_p50", "end_p90", "planned_gpus", "reason", "estimate", "drain").
+			"end_p50", "end_p90", "planned_gpus", "reason", "estimate", "drain", "stop", "runs").
 		WherePK().
 		Exec(ctx)
 	if err != nil {
@@ -290,7 +290,7 @@ func (t *tx) Events(ctx context.Context, after int64, limit int) ([]core.Event, 
 
 // jobRowOf is j as the jobs table stores it.
 func jobRowOf(j core.Job) (jobRow, error) {
-	spec, err := json.Marshal(jobSpec{Command: j.Command, Env: j.Env, WorkDir: j.WorkDir, Hints: j.Hints})
+	spec, err := json.Marshal(jobSpec{Command: j.Command, Env: j.Env, WorkDir: j.WorkDir, Hints: j.Hints, Checkpoint: j.Checkpoint})
 	if err != nil {
 		return jobRow{}, fmt.Errorf("store: job %s: spec: %w", core.JobName(j.ID), err)
 	}
@@ -323,6 +323,22 @@ func jobRowOf(j core.Job) (jobRow, error) {
 		}
 		row.Drain = string(d)
 	}
+	if j.Stop != nil {
+		s, err := json.Marshal(j.Stop)
+		if err != nil {
+			return jobRow{}, fmt.Errorf("store: job %s: stop: %w", core.JobName(j.ID), err)
+		}
+		row.Stop = string(s)
+	}
+	runs := j.Runs
+	if runs == nil {
+		runs = []core.NodeRun{}
+	}
+	r, err := json.Marshal(runs)
+	if err != nil {
+		return jobRow{}, fmt.Errorf("store: job %s: runs: %w", core.JobName(j.ID), err)
+	}
+	row.Runs = string(r)
 	return row, nil
 }
 
@@ -334,7 +350,7 @@ func (r jobRow) job() (core.Job, error) {
 	}
 	j := core.Job{
 		ID: r.ID, Owner: r.Owner, Project: r.Project, Name: r.Name, Type: core.JobType(r.Type), GPUs: r.GPUs, Model: r.Model,
-		Command: spec.Command, Env: spec.Env, WorkDir: spec.WorkDir, Class: core.JobClass(r.Class), Preemptible: r.Preemptible,
+		Command: spec.Command, Env: spec.Env, WorkDir: spec.WorkDir, Checkpoint: spec.Checkpoint, Class: core.JobClass(r.Class), Preemptible: r.Preemptible,
 		Reservation: r.Reservation, Hints: spec.Hints, State: core.JobState(r.State),
 		SubmittedAt: r.SubmittedAt.Time(), StartedAt: r.StartedAt.Time(), EndedAt: r.EndedAt.Time(),
 		Prediction: core.Prediction{PlannedAt: r.PlannedAt.Time(), Position: r.Position, StartP50: r.StartP50.Time(),
@@ -356,6 +372,18 @@ func (r jobRow) job() (core.Job, error) {
 		if err := json.Unmarshal([]byte(r.Drain), j.Prediction.Drain); err != nil {
 			return core.Job{}, fmt.Errorf("store: job %s: drain: %w", core.JobName(r.ID), err)
 		}
+	}
+	if r.Stop != "" {
+		j.Stop = new(core.StopRequest)
+		if err := json.Unmarshal([]byte(r.Stop), j.Stop); err != nil {
+			return core.Job{}, fmt.Errorf("store: job %s: stop: %w", core.JobName(r.ID), err)
+		}
+	}
+	if err := json.Unmarshal([]byte(r.Runs), &j.Runs); err != nil {
+		return core.Job{}, fmt.Errorf("store: job %s: runs: %w", core.JobName(r.ID), err)
+	}
+	if len(j.Runs) == 0 {
+		j.Runs = nil
 	}
 	return j, nil
 }

@@ -41,22 +41,67 @@ type tokenRow struct {
 	CreatedAt     stamp  `bun:"created_at"`
 }
 
+// nodeRow leaves out credential_hash: only SetNodeCredential and
+// NodeByCredential touch it, so a hash is never read by accident.
 type nodeRow struct {
 	bun.BaseModel `bun:"table:nodes"`
 	ID            int64  `bun:"id,pk,autoincrement"`
 	Name          string `bun:"name"`
 	CreatedAt     stamp  `bun:"created_at"`
+	State         string `bun:"state"`
+	LastSeen      stamp  `bun:"last_seen,nullzero"`
+	Agent         string `bun:"agent"`
+	NVML          string `bun:"nvml"`
 }
 
 type gpuRow struct {
 	bun.BaseModel `bun:"table:gpus"`
-	ID            int64  `bun:"id,pk,autoincrement"`
-	NodeID        int64  `bun:"node_id"`
-	Index         int    `bun:"idx"`
-	Name          string `bun:"name"`
-	MemoryMiB     int64  `bun:"memory_mib"`
-	UUID          string `bun:"uuid"`
-	State         string `bun:"state"`
+	ID            int64   `bun:"id,pk,autoincrement"`
+	NodeID        int64   `bun:"node_id"`
+	Index         int     `bun:"idx"`
+	Name          string  `bun:"name"`
+	MemoryMiB     int64   `bun:"memory_mib"`
+	UUID          string  `bun:"uuid"`
+	State         string  `bun:"state"`
+	Fault         string  `bun:"fault"`
+	Util          float64 `bun:"util"`
+	UsedMiB       int64   `bun:"used_mib"`
+	TempC         float64 `bun:"temp_c"`
+	PowerW        float64 `bun:"power_w"`
+	TelemetryAt   stamp   `bun:"telemetry_at,nullzero"`
+}
+
+// gpuRowOf is g, a GPU of node nodeID, as the gpus table stores it.
+func gpuRowOf(nodeID int64, g core.GPU) gpuRow {
+	t := g.Telemetry
+	return gpuRow{ID: g.ID, NodeID: nodeID, Index: g.Index, Name: g.Name, MemoryMiB: g.MemoryMiB, UUID: g.UUID,
+		State: string(g.State), Fault: g.Fault, Util: t.Util, UsedMiB: t.UsedMiB, TempC: t.TempC, PowerW: t.PowerW,
+		TelemetryAt: stamp(t.At)}
+}
+
+func (r gpuRow) gpu(node string) core.GPU {
+	return core.GPU{
+		ID: r.ID, NodeID: r.NodeID, Node: node, Index: r.Index, Name: r.Name, MemoryMiB: r.MemoryMiB, UUID: r.UUID,
+		State: core.GPUState(r.State), Fault: r.Fault,
+		Telemetry: core.Telemetry{At: r.TelemetryAt.Time(), Util: r.Util, UsedMiB: r.UsedMiB, TempC: r.TempC, PowerW: r.PowerW},
+	}
+}
+
+type joinTokenRow struct {
+	bun.BaseModel `bun:"table:join_tokens"`
+	Hash          string `bun:"hash,pk"`
+	CreatedBy     string `bun:"created_by"`
+	CreatedAt     stamp  `bun:"created_at"`
+	ExpiresAt     stamp  `bun:"expires_at"`
+}
+
+// logRow is one chunk of a job's log.
+type logRow struct {
+	bun.BaseModel `bun:"table:job_logs"`
+	Job           int64  `bun:"job_id,pk"`
+	Offset        int64  `bun:"off,pk"`
+	N             int64  `bun:"n"`
+	Data          []byte `bun:"data"`
 }
 
 type reservationRow struct {
@@ -156,6 +201,8 @@ type jobRow struct {
 	ProgressTotal int64   `bun:"progress_total"`
 	ProgressAt    stamp   `bun:"progress_at,nullzero"`
 	ProgressRate  float64 `bun:"progress_rate"`
+	Stop          string  `bun:"stop,nullzero"` // JSON core.StopRequest; NULL for none
+	Runs          string  `bun:"runs"`          // JSON []core.NodeRun
 }
 
 // jobSpec is the spec column: what the agent needs to run a job and what
@@ -165,6 +212,8 @@ type jobSpec struct {
 	Env     map[string]string `json:"env,omitempty"`
 	WorkDir string            `json:"workdir,omitempty"`
 	Hints   core.Hints        `json:"hints"`
+	// Checkpoint is absent from specs stored before it existed: "".
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 type jobGPURow struct {

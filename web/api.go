@@ -24,6 +24,19 @@ type GPU struct {
 	Reservation *core.ReservationRef `json:"reservation,omitempty"` // holding it now
 	Next        *core.ReservationRef `json:"next,omitempty"`        // the next booking on it
 	Job         *core.JobRef         `json:"job,omitempty"`         // the job running on it
+	// Fault says why it is out of service, "" when it is not.
+	Fault string `json:"fault,omitempty"`
+	// The agent's latest reading (absent without an agent).
+	Telemetry *Telemetry `json:"telemetry,omitempty"`
+}
+
+// Telemetry is a GPU's latest reading by its agent.
+type Telemetry struct {
+	At      time.Time `json:"at"`
+	Util    float64   `json:"util"` // percent
+	UsedMiB int64     `json:"used_mib"`
+	TempC   float64   `json:"temp_c"`
+	PowerW  float64   `json:"power_w"`
 }
 
 // Node is a node with its GPUs.
@@ -31,6 +44,12 @@ type Node struct {
 	Name      string    `json:"name"`
 	GPUs      []GPU     `json:"gpus"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
+	// State is ready, suspect or down for a node with an agent, absent for
+	// one added by hand.
+	State    string    `json:"state,omitempty"`
+	LastSeen time.Time `json:"last_seen,omitzero"`
+	Agent    string    `json:"agent,omitempty"`
+	NVML     string    `json:"nvml,omitempty"` // why its GPUs cannot be read, if they cannot
 }
 
 // NewGPU is a GPU in a POST /api/v1/nodes request.
@@ -184,19 +203,27 @@ func reservationJSON(r core.Reservation, now time.Time) Reservation {
 }
 
 func nodeStatusJSON(n core.NodeStatus) Node {
-	out := Node{Name: n.Name, CreatedAt: n.CreatedAt, GPUs: []GPU{}}
+	out := Node{Name: n.Name, CreatedAt: n.CreatedAt, GPUs: []GPU{}, State: string(n.State), LastSeen: n.LastSeen, Agent: n.Agent, NVML: n.NVML}
 	for _, g := range n.GPUs {
 		out.GPUs = append(out.GPUs, GPU{
 			ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID, Model: g.Model().String(),
 			Name: g.Name, Memory: g.MemoryMiB, State: string(g.State),
 			Status: g.Status, Reservation: g.Reservation, Next: g.Next, Job: g.Job,
+			Fault: g.Fault, Telemetry: telemetryJSON(g.Telemetry),
 		})
 	}
 	return out
 }
 
+func telemetryJSON(t core.Telemetry) *Telemetry {
+	if t.At.IsZero() {
+		return nil
+	}
+	return &Telemetry{At: t.At, Util: t.Util, UsedMiB: t.UsedMiB, TempC: t.TempC, PowerW: t.PowerW}
+}
+
 func nodeJSON(n core.Node) Node {
-	out := Node{Name: n.Name, CreatedAt: n.CreatedAt, GPUs: []GPU{}}
+	out := Node{Name: n.Name, CreatedAt: n.CreatedAt, GPUs: []GPU{}, State: string(n.State), LastSeen: n.LastSeen, Agent: n.Agent}
 	for _, g := range n.GPUs {
 		out.GPUs = append(out.GPUs, GPU{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID,
 			Model: g.Model().String(), Name: g.Name, Memory: g.MemoryMiB, State: string(g.State)})
@@ -247,6 +274,9 @@ type SubmitRequest struct {
 	Reservation string            `json:"reservation,omitempty"` // "r42": run inside it
 	Project     string            `json:"project,omitempty"`
 	Hints       *Hints            `json:"hints,omitempty"`
+	// Checkpoint is the signal asking it to save its state before a stop:
+	// SIGUSR1 (default), SIGUSR2, SIGINT, SIGTERM, SIGHUP or SIGQUIT.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // Job is a job as the API shows it. Command and env are shown only to
@@ -273,6 +303,12 @@ type Job struct {
 	Assigned    []GPU             `json:"assigned,omitempty"` // the GPUs it holds (or held) once started
 	Progress    *Progress         `json:"progress,omitempty"` // what it last reported, once it has
 	Prediction  *Prediction       `json:"prediction,omitempty"`
+	Checkpoint  string            `json:"checkpoint,omitempty"`
+	// Stop says why and by when it is being stopped, once gpucal decided to.
+	Stop *core.StopRequest `json:"stop,omitempty"`
+	// Runs are its parts on each node as their agents reported them: exit
+	// code, signal, resource use, how far ahead of a drain deadline it was gone.
+	Runs []core.NodeRun `json:"runs,omitempty"`
 }
 
 // ProgressRequest is the body of POST /api/v1/jobs/{id}/progress: either

@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/gpucal/gpucal/core"
 )
 
 // Client calls a gpucal server's API.
@@ -25,6 +23,8 @@ type Client struct {
 type APIError struct {
 	Status int
 	ErrorDetail
+	// LogSize is the server's size of a job's log, on a refused log append.
+	LogSize int64
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -246,45 +246,20 @@ func (c *Client) Audit(ctx context.Context, actor, object string, limit int) ([]
 // do sends one request and decodes the answer into out, or an *APIError.
 func (c *Client) do(ctx context.Context, method, path string, h http.Header, in, out any) error {
 	var body io.Reader
+	contentType := ""
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("encoding request: %w", err)
 		}
-		body = bytes.NewReader(b)
+		body, contentType = bytes.NewReader(b), "application/json"
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, body)
+	resp, data, err := c.send(ctx, method, path, h, contentType, body)
 	if err != nil {
-		return fmt.Errorf("building request: %w", err)
-	}
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach the gpucal server at %s: %w", c.BaseURL, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("reading the response: %w", err)
+		return err
 	}
 	if resp.StatusCode >= 400 {
-		var eb ErrorBody
-		if json.Unmarshal(data, &eb) != nil || eb.Error.Message == "" {
-			return &APIError{Status: resp.StatusCode, ErrorDetail: ErrorDetail{Code: string(core.CodeInternal), Message: fmt.Sprintf("server answered %s", resp.Status)}}
-		}
-		return &APIError{Status: resp.StatusCode, ErrorDetail: eb.Error}
+		return apiError(resp, data)
 	}
 	if out == nil {
 		return nil

@@ -19,7 +19,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, a core.Act
 	}
 	sub := core.SubmitRequest{GPUs: req.GPUs, Model: req.Model, Name: req.Name, Type: core.JobType(req.Type),
 		Command: req.Command, Env: req.Env, WorkDir: req.WorkDir, Class: core.JobClass(req.Class),
-		Preemptible: req.Preemptible, Project: req.Project}
+		Preemptible: req.Preemptible, Project: req.Project, Checkpoint: req.Checkpoint}
 	var err error
 	if req.Reservation != "" {
 		sub.Reservation, err = core.ParseReservationID(req.Reservation)
@@ -231,6 +231,7 @@ func jobJSON(j core.Job, gpus map[int64]core.GPURef) Job {
 		ID: core.JobName(j.ID), Owner: j.Owner, Project: j.Project, Name: j.Name, Type: string(j.Type), GPUs: j.GPUs,
 		Model: j.Model, Command: j.Command, Env: j.Env, WorkDir: j.WorkDir, Class: string(j.Class), Preemptible: j.Preemptible,
 		Hints: hintsJSON(j.Hints), State: string(j.State), SubmittedAt: j.SubmittedAt, StartedAt: j.StartedAt, EndedAt: j.EndedAt,
+		Checkpoint: j.Checkpoint, Stop: j.Stop, Runs: j.Runs,
 	}
 	if j.Reservation != 0 {
 		out.Reservation = core.ReservationName(j.Reservation)

@@ -30,7 +30,7 @@ func TestJobLifecycle(t *testing.T) {
 	}
 	want := web.Job{ID: "j1", Owner: "alice", Name: "llama-ft", Type: "finetune", GPUs: 6, Model: "a100",
 		Command: []string{"python", "train.py", "--epochs", "3"}, Env: map[string]string{"WANDB_API_KEY": "secret"},
-		Class: "normal", Hints: &web.Hints{Params: 7e9, Guess: "2h0m0s"}, State: "queued", SubmittedAt: now}
+		Class: "normal", Hints: &web.Hints{Params: 7e9, Guess: "2h0m0s"}, State: "queued", SubmittedAt: now, Checkpoint: "SIGUSR1"}
 	if diff := cmp.Diff(want, j1); diff != "" {
 		t.Errorf("submitted job (-want +got):\n%s", diff)
 	}

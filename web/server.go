@@ -93,6 +93,9 @@ func (s *Server) routes() {
 	api("POST /api/v1/projects/{name}/members", s.handleSetMember)
 	api("POST /api/v1/tokens", s.handleCreateToken)
 	api("GET /api/v1/audit", s.handleAudit)
+	api("POST /api/v1/nodes/join-tokens", s.handleCreateJoinToken)
+	api("GET /api/v1/jobs/{id}/log", s.handleLog)
+	s.agentRoutes()
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.Errorf(core.CodeNotFound, "no API route %s %s; see docs/api.md", r.Method, r.URL.Path))
 	})

@@ -17,7 +17,32 @@ func cloneJob(j core.Job) core.Job {
 	j.Env = maps.Clone(j.Env)
 	j.Assigned = slices.Clone(j.Assigned)
 	j.Prediction = clonePrediction(j.Prediction)
+	if j.Stop != nil {
+		s := *j.Stop
+		j.Stop = &s
+	}
+	j.Runs = cloneRuns(j.Runs)
 	return j
+}
+
+// cloneRuns copies runs down to what their pointers point at.
+// Like the store, it returns nil for none.
+func cloneRuns(runs []core.NodeRun) []core.NodeRun {
+	if len(runs) == 0 {
+		return nil
+	}
+	runs = slices.Clone(runs)
+	for i, r := range runs {
+		if r.Margin != nil {
+			m := *r.Margin
+			runs[i].Margin = &m
+		}
+		if r.Progress != nil {
+			p := *r.Progress
+			runs[i].Progress = &p
+		}
+	}
+	return runs
 }
 
 func clonePrediction(p core.Prediction) core.Prediction {
@@ -104,6 +129,8 @@ func (tx *memTx) UpdateJob(ctx context.Context, j core.Job) error {
 		}
 	}
 	old.State, old.Assigned, old.StartedAt, old.EndedAt, old.Prediction = j.State, slices.Clone(j.Assigned), j.StartedAt, j.EndedAt, clonePrediction(j.Prediction)
+	fresh := cloneJob(core.Job{Stop: j.Stop, Runs: j.Runs})
+	old.Stop, old.Runs = fresh.Stop, fresh.Runs
 	tx.d.jobs[j.ID] = old
 	return nil
 }

@@ -40,7 +40,10 @@ type memData struct {
 	tokens       map[string]core.Token // by hash
 	audit        []core.AuditEntry     // oldest first
 	jobs         map[int64]core.Job
-	events       []core.Event // oldest first
+	events       []core.Event     // oldest first
+	credentials  map[int64]string // node ID → the hash of its credential
+	joinTokens   map[string]core.JoinToken
+	logs         map[int64][]core.LogChunk // by job, in offset order, without gaps
 
 	lastNode, lastGPU, lastReservation, lastToken, lastAudit, lastJob, lastEvent int64
 }
@@ -54,6 +57,9 @@ func NewMemStore() *MemStore {
 		members:      map[string]map[string]core.Role{},
 		tokens:       map[string]core.Token{},
 		jobs:         map[int64]core.Job{},
+		credentials:  map[int64]string{},
+		joinTokens:   map[string]core.JoinToken{},
+		logs:         map[int64][]core.LogChunk{},
 	}}
 }
 
@@ -120,6 +126,13 @@ func (d *memData) clone() *memData {
 		c.jobs[id] = cloneJob(j)
 	}
 	c.events = slices.Clone(d.events)
+	c.credentials = maps.Clone(d.credentials)
+	c.joinTokens = maps.Clone(d.joinTokens)
+	// Chunks are never changed once stored, so their Data may be shared.
+	c.logs = make(map[int64][]core.LogChunk, len(d.logs))
+	for id, l := range d.logs {
+		c.logs[id] = slices.Clone(l)
+	}
 	return &c
 }
 
@@ -172,6 +185,9 @@ func (tx *memTx) InsertNode(ctx context.Context, n *core.Node) error {
 	if err := tx.writable(); err != nil {
 		return err
 	}
+	if err := checkNodeState(*n); err != nil {
+		return err
+	}
 	uuids := map[string]bool{}
 	for _, o := range tx.d.nodes {
 		if o.Name == n.Name {
@@ -191,6 +207,9 @@ func (tx *memTx) InsertNode(ctx context.Context, n *core.Node) error {
 	for i := range n.GPUs {
 		tx.d.lastGPU++
 		n.GPUs[i].ID, n.GPUs[i].NodeID, n.GPUs[i].Node = tx.d.lastGPU, n.ID, n.Name
+		if n.GPUs[i].State == "" {
+			n.GPUs[i].State = core.GPUUp
+		}
 	}
 	tx.d.nodes = append(tx.d.nodes, cloneNode(*n))
 	slices.SortFunc(tx.d.nodes, func(a, b core.Node) int { return cmp.Compare(a.Name, b.Name) })
