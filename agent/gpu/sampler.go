@@ -43,6 +43,7 @@ type Sampler struct {
 	log         *slog.Logger
 	readSeconds prometheus.Histogram
 
+	readMu sync.Mutex // one Read at a time: Run and a caller's Refresh may overlap
 	mu     sync.Mutex
 	latest Sample
 }
@@ -85,8 +86,12 @@ func (s *Sampler) Run(ctx context.Context) error {
 }
 
 // Refresh reads the GPUs once, keeps the result as the latest Sample and
-// returns it. A read may take at most one interval.
+// returns it. A read may take at most one interval. It may be called while
+// Run runs (the agent does, to see a stopped job's GPUs freed): reads are
+// taken one at a time, as a Reader expects.
 func (s *Sampler) Refresh(ctx context.Context) Sample {
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.interval)
 	defer cancel()
 	start := time.Now()

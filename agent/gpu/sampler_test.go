@@ -104,3 +104,37 @@ func TestSamplerNamesOwners(t *testing.T) {
 		t.Errorf("%d processes named, want 1 (and %d not)", known, unknown)
 	}
 }
+
+// overlapReader notes whether two Reads ever overlap.
+type overlapReader struct {
+	in, overlaps atomic.Int64
+}
+
+func (r *overlapReader) Read(context.Context) ([]Device, error) {
+	if r.in.Add(1) > 1 {
+		r.overlaps.Add(1)
+	}
+	defer r.in.Add(-1)
+	time.Sleep(time.Millisecond)
+	return twoH100s(), nil
+}
+
+func (r *overlapReader) Close() error { return nil }
+
+// TestSamplerRefreshWhileRunning: Refresh called while Run runs never
+// reads at the same time as Run.
+func TestSamplerRefreshWhileRunning(t *testing.T) {
+	r := &overlapReader{}
+	s := NewSampler(r, SamplerConfig{Interval: time.Millisecond})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	for range 50 {
+		s.Refresh(t.Context())
+	}
+	cancel()
+	<-done
+	if n := r.overlaps.Load(); n != 0 {
+		t.Errorf("%d reads overlapped another", n)
+	}
+}

@@ -15,7 +15,8 @@
 //   - then what gpucal sets: CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES
 //     (the GPU UUIDs the plan gave the job, comma-separated, in order; empty
 //     for a job without GPUs, so that it sees none), GPUCAL_JOB (and
-//     GPUCAL_JOB_ID, the same), GPUCAL_SERVER, GPUCAL_JOB_TOKEN and GPUCAL_PROGRESS_FILE. Spec.Env may
+//     GPUCAL_JOB_ID, the same), GPUCAL_SERVER, GPUCAL_JOB_TOKEN and GPUCAL_PROGRESS_FILE, and for a
+//     gang spread over nodes GPUCAL_NODES (the nodes in rank order) and GPUCAL_NODE_RANK. Spec.Env may
 //     not set these (nor any GPUCAL_ variable): core refuses them at submit,
 //     and Start refuses them again, so that no other path hands a job
 //     another job's GPUs.
@@ -44,7 +45,11 @@
 // writes its log without the agent, so it does not die of a broken pipe
 // either. The agent that comes back finds its jobs by their process groups
 // and keeps enforcing the deadlines it persisted. (The systemd unit for
-// the agent must therefore use KillMode=process.)
+// the agent must therefore use KillMode=process.) Adopt is how: given the
+// PID and the start time Process.StartTicks gave (which tells the PID from
+// a later process the kernel gave it to), it returns a Process that Stop
+// takes down its ladder as usual; its exit status is lost with the agent
+// that was its parent.
 //
 // # Stopping
 //
@@ -55,9 +60,12 @@
 // including those that forked and outlived the first one. Times already
 // past fire at once, so an agent restarted mid-drain passes the persisted
 // times and does not grant fresh grace. A job that ends on its own ends
-// the ladder. The StopReport says which signals went when, when the group
-// was seen empty and the Margin left before the deadline. That the GPUs
-// are empty too is for the agent to check with NVML afterwards.
+// the ladder. StopPlan.OnSent hears of each signal as it goes, so that an
+// agent can write down which steps are taken. The StopReport says which
+// signals went when, when the group was seen empty and the Margin left
+// before the deadline. That the GPUs are empty too is for the agent to
+// check with NVML afterwards. ReadStat and Processes read /proc for the
+// agent: process groups, CPU time, memory and start times.
 //
 // # Limits
 //

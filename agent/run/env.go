@@ -89,6 +89,10 @@ func environ(s Spec, acct account) ([]string, error) {
 	gpus := strings.Join(s.GPUs, ",")
 	env["CUDA_VISIBLE_DEVICES"] = gpus
 	env["NVIDIA_VISIBLE_DEVICES"] = gpus
+	if len(s.Nodes) > 0 {
+		env["GPUCAL_NODES"] = strings.Join(s.Nodes, ",")
+		env["GPUCAL_NODE_RANK"] = strconv.Itoa(s.Rank)
+	}
 	for k, v := range map[string]string{
 		"GPUCAL_JOB":           s.JobID,
 		"GPUCAL_JOB_ID":        s.JobID, // the same, by the name the agent issue gives it

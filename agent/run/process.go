@@ -33,6 +33,11 @@ type Spec struct {
 	Server       string   // GPUCAL_SERVER, set only when not ""
 	JobToken     string   // GPUCAL_JOB_TOKEN, set only when not ""
 	ProgressFile string   // GPUCAL_PROGRESS_FILE, set only when not ""
+	// Nodes are the nodes of a gang in rank order and Rank is this node's:
+	// GPUCAL_NODES (comma-separated) and GPUCAL_NODE_RANK, set only when
+	// Nodes is not empty.
+	Nodes []string
+	Rank  int
 	// LogPath is the file the job's stdout and stderr are appended to. It
 	// is created 0640, its directory 0750, owned by the agent.
 	LogPath string
@@ -58,10 +63,11 @@ type Result struct {
 
 // Process is a started job.
 type Process struct {
-	pid    int
-	done   chan struct{} // closed when result is set
-	result Result
-	stopMu sync.Mutex // one Stop at a time
+	pid        int
+	startTicks uint64        // when it started, from /proc (Stat.StartTicks)
+	done       chan struct{} // closed when result is set
+	result     Result
+	stopMu     sync.Mutex // one Stop at a time
 }
 
 // Start starts the job s describes, in a process group of its own, with its
@@ -130,6 +136,11 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 		return nil, fmt.Errorf("starting the job: %w", err)
 	}
 	p := &Process{pid: cmd.Process.Pid, done: make(chan struct{})}
+	// Nobody has reaped the child yet (p.wait does, below), so its stat is
+	// there, if only as a zombie's.
+	if st, err := ReadStat(p.pid); err == nil {
+		p.startTicks = st.StartTicks
+	}
 	f := &follower{r: logr, off: from, parser: progress.NewParser(s.OnProgress), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go f.run()
 	go p.wait(cmd, time.Now().UTC(), f)
@@ -139,6 +150,15 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 // PID returns the process ID of the job's first process, which is also its
 // process group ID.
 func (p *Process) PID() int { return p.pid }
+
+// StartTicks is when the job's first process started, in clock ticks
+// after boot (Stat.StartTicks), 0 when /proc could not tell. An agent
+// writes it down with the PID, to Adopt the job after a restart.
+func (p *Process) StartTicks() uint64 { return p.startTicks }
+
+// Done is closed when the job's first process has ended and Wait returns
+// at once.
+func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Wait waits for the job's first process to end and returns how it ended,
 // once its output has been read for progress. It may be called any number

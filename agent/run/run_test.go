@@ -68,6 +68,8 @@ func TestEnvironment(t *testing.T) {
 		Server:       "https://gpucal.example.org",
 		JobToken:     "tok",
 		ProgressFile: "/tmp/j42.progress",
+		Nodes:        []string{"node-1", "node-2"},
+		Rank:         1,
 	}
 	p, log := start(t, spec, "env")
 	if r := p.Wait(); r.ExitCode != 0 {
@@ -92,6 +94,8 @@ func TestEnvironment(t *testing.T) {
 		"GPUCAL_SERVER":          "https://gpucal.example.org",
 		"GPUCAL_JOB_TOKEN":       "tok",
 		"GPUCAL_PROGRESS_FILE":   "/tmp/j42.progress",
+		"GPUCAL_NODES":           "node-1,node-2",
+		"GPUCAL_NODE_RANK":       "1",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -110,7 +114,7 @@ func TestEnvironmentUnsetOptional(t *testing.T) {
 	p, log := start(t, Spec{}, "env")
 	p.Wait()
 	out := readLog(t, log)
-	for _, k := range []string{"GPUCAL_JOB=", "GPUCAL_JOB_ID=", "GPUCAL_SERVER=", "GPUCAL_JOB_TOKEN=", "GPUCAL_PROGRESS_FILE="} {
+	for _, k := range []string{"GPUCAL_JOB=", "GPUCAL_JOB_ID=", "GPUCAL_SERVER=", "GPUCAL_JOB_TOKEN=", "GPUCAL_PROGRESS_FILE=", "GPUCAL_NODES=", "GPUCAL_NODE_RANK="} {
 		if strings.Contains(out, k) {
 			t.Errorf("%s set though the spec leaves it empty", k)
 		}

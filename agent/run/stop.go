@@ -1,12 +1,9 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"syscall"
 	"time"
 )
@@ -31,6 +28,10 @@ type StopPlan struct {
 	// group killed at KillAt is gone a little after KillAt, so a Deadline
 	// a little after KillAt is what makes a Margin of 0 or more possible.
 	Deadline time.Time
+	// OnSent, if not nil, is told of each signal right after it went, from
+	// Stop's goroutine, so that an agent can write down which steps are
+	// taken before it might be restarted. It must not block long.
+	OnSent func(SentSignal)
 }
 
 // SentSignal is one step of the ladder taken.
@@ -83,7 +84,11 @@ func (p *Process) Stop(ctx context.Context, plan StopPlan) StopReport {
 			}
 			continue
 		}
-		rep.Sent = append(rep.Sent, SentSignal{s.Signal, time.Now().UTC()})
+		sent := SentSignal{s.Signal, time.Now().UTC()}
+		rep.Sent = append(rep.Sent, sent)
+		if plan.OnSent != nil {
+			plan.OnSent(sent)
+		}
 	}
 	p.awaitUntil(ctx, time.Time{})
 	return p.finish(rep, plan)
@@ -150,28 +155,12 @@ func (p *Process) groupGone() bool {
 // not a zombie. When /proc cannot be read it answers true: Stop then
 // relies on kill alone.
 func liveInGroup(pgid int) bool {
-	entries, err := os.ReadDir("/proc")
+	procs, err := Processes()
 	if err != nil {
 		return true
 	}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // it ended while we looked
-		}
-		// "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(stat[i+1:])
-		if len(f) < 3 || string(f[0]) == "Z" || string(f[0]) == "X" {
-			continue
-		}
-		if g, err := strconv.Atoi(string(f[2])); err == nil && g == pgid {
+	for _, s := range procs {
+		if s.PGID == pgid && s.Live() {
 			return true
 		}
 	}
