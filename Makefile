@@ -41,6 +41,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime $(FUZZTIME) ./core
 	$(GO) test -run '^$$' -fuzz '^FuzzParseModel$$' -fuzztime $(FUZZTIME) ./core
 	$(GO) test -run '^$$' -fuzz '^FuzzParseReservationID$$' -fuzztime $(FUZZTIME) ./core
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckpointSignal$$' -fuzztime $(FUZZTIME) ./core
+	$(GO) test -run '^$$' -fuzz '^FuzzHeartbeat$$' -fuzztime $(FUZZTIME) ./core
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWhen$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProgress$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadPhilly$$' -fuzztime $(FUZZTIME) ./sim
@@ -48,6 +50,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadHelios$$' -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzParseLine$$' -fuzztime $(FUZZTIME) ./agent/progress
 	$(GO) test -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME) ./agent/progress
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime $(FUZZTIME) ./agent/run
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./agent/progress
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFake$$' -fuzztime $(FUZZTIME) ./agent/gpu
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStatusUID$$' -fuzztime $(FUZZTIME) ./agent/gpu

@@ -95,7 +95,18 @@ if [[ -z ${GPUCAL_TEST_POSTGRES:-} ]]; then
 	fi
 fi
 
+# The agent's drain tests write the margin between a drained job's last
+# process exiting and the window start of every run here; it is printed
+# after the tests (the issue asks to see it, and it must be ≥ 0).
+export GPUCAL_DRAIN_REPORT
+GPUCAL_DRAIN_REPORT=$(mktemp /tmp/gpucal-drain.XXXXXX)
+
 echo "+ go test -race -count=1 ${pkgs[*]} ${flags[*]}"
 status=0
 go test -race -count=1 "${pkgs[@]}" "${flags[@]}" || status=$?
+if [[ -s $GPUCAL_DRAIN_REPORT ]]; then
+	echo "+ drain margins measured by the end-to-end tests:"
+	sed 's/^/  /' "$GPUCAL_DRAIN_REPORT"
+fi
+rm -f "$GPUCAL_DRAIN_REPORT"
 exit "$status"

@@ -74,8 +74,11 @@ func runNodes(ctx context.Context, e *env, args []string) error {
 }
 
 func runNode(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && args[0] == "join-token" {
+		return runJoinToken(ctx, e, args[1:])
+	}
 	if len(args) == 0 || args[0] != "add" {
-		return usagef("usage: gpucal node add NAME --gpus 8 --model \"NVIDIA A100-SXM4-80GB\" [--memory 81920] [--uuids GPU-…,…] | gpucal node add --file node.json")
+		return usagef("usage: gpucal node join-token [--ttl 24h] | gpucal node add NAME --gpus 8 --model \"NVIDIA A100-SXM4-80GB\" [--memory 81920] [--uuids GPU-…,…] | gpucal node add --file node.json")
 	}
 	var cf clientFlags
 	var count int
@@ -479,4 +482,23 @@ func jsonOr(e *env, err error, asJSON bool, v any) error {
 		return err
 	}
 	return printJSON(e.stdout, v)
+}
+
+// runJoinToken prints a join token for agents (admins).
+func runJoinToken(ctx context.Context, e *env, args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("node join-token", e)
+	ttl := fs.Duration("ttl", core.DefaultJoinTTL, "how long agents may join with it")
+	_, c, loc, err := cf.setup(e, fs, args, 0, 0)
+	if err != nil {
+		return err
+	}
+	t, err := c.CreateJoinToken(ctx, *ttl)
+	if err != nil || cf.json {
+		return jsonOr(e, err, cf.json, t)
+	}
+	fmt.Fprintf(e.stdout, "%s\n\nValid until %s. On each GPU node run:\n  gpucal agent --server %s --join-token %s\n"+
+		"Each agent exchanges it once for a credential of its own; keep it secret until it expires.\n",
+		t.Token, t.ExpiresAt.In(loc).Format("Mon 2 Jan 15:04 MST"), c.BaseURL, t.Token)
+	return nil
 }

@@ -58,10 +58,11 @@ type server struct {
 var listening = regexp.MustCompile(`url=(http://\S+)`)
 
 // startServer runs `gpucal server` on db with the bootstrap token t0 and
-// waits until it is ready.
-func startServer(t *testing.T, db string) *server {
+// waits until it is ready. flags come after the defaults and so override
+// them (--addr, say).
+func startServer(t *testing.T, db string, flags ...string) *server {
 	t.Helper()
-	cmd := exec.Command(binary, "server", "--addr", "127.0.0.1:0", "--db", db)
+	cmd := exec.Command(binary, append([]string{"server", "--addr", "127.0.0.1:0", "--db", db}, flags...)...)
 	cmd.Env = append(os.Environ(), "GPUCAL_BOOTSTRAP_TOKEN=t0", "HOME="+t.TempDir())
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -90,6 +90,7 @@ func parseSubmit(e *env, args []string) (*submitFlags, error) {
 	fs.BoolVar(&s.req.Preemptible, "preemptible", false, "may be stopped, after a checkpoint signal, for a reservation")
 	fs.StringVar(&s.req.Reservation, "reservation", "", "run inside this reservation of yours: r42")
 	fs.StringVar(&s.req.Project, "project", "", "the project to submit for")
+	fs.StringVar(&s.req.Checkpoint, "checkpoint-signal", "", "the signal that asks the job to save its state before it is stopped: SIGUSR1 (default), SIGUSR2, SIGINT, SIGTERM, …")
 	fs.StringVar(&s.req.WorkDir, "workdir", "", "working directory on the node, an absolute path (default: the agent's)")
 	fs.Var(s.env, "env", "environment variable NAME=value (repeatable)")
 	fs.StringVar(&s.hints.Guess, "guess", "", "how long you expect it to run: 3h, 90m, 2d")
@@ -565,6 +566,12 @@ func printJob(w io.Writer, j web.Job, loc *time.Location) {
 	if p := j.Progress; p != nil {
 		fmt.Fprintf(tw, "Progress\t%s, reported %s\n", progressText(*p), fmtWhen(p.At, loc))
 	}
+	if st := j.Stop; st != nil && j.EndedAt.IsZero() {
+		fmt.Fprintf(tw, "Stopping\t%s: all its processes gone by %s\n", st.Reason, fmtWhen(st.Deadline, loc))
+	}
+	for _, r := range j.Runs {
+		fmt.Fprintf(tw, "On %s\t%s\n", r.Node, runText(r))
+	}
 	if p := j.Prediction; p != nil && (j.State == "queued" || !j.StartedAt.IsZero() && j.EndedAt.IsZero()) {
 		if j.State == "queued" {
 			fmt.Fprintf(tw, "Position\t%d\n", p.Position)
@@ -630,4 +637,48 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// runText says what a job's part on one node is doing or how it ended.
+func runText(r core.NodeRun) string {
+	var parts []string
+	switch r.State {
+	case core.RunRefused:
+		return "could not start: " + r.Error
+	case core.RunExited:
+		switch {
+		case r.Signal != "":
+			parts = append(parts, "ended by "+r.Signal)
+		case r.ExitCode >= 0:
+			parts = append(parts, fmt.Sprintf("exited with %d", r.ExitCode))
+		default:
+			parts = append(parts, "ended")
+		}
+	default:
+		parts = append(parts, fmt.Sprintf("%s as process %d", r.State, r.PID))
+	}
+	if r.Stopped != "" {
+		parts = append(parts, "stopped: "+r.Stopped)
+	}
+	if r.Margin != nil {
+		parts = append(parts, fmt.Sprintf("all processes gone %s before the deadline", r.Margin.Round(time.Millisecond)))
+	}
+	if r.Error != "" {
+		parts = append(parts, r.Error)
+	}
+	if r.CPUSeconds > 0 || r.GPUUtil > 0 {
+		parts = append(parts, fmt.Sprintf("CPU %s, peak memory %s, GPUs %.0f%% busy on average, peak %s",
+			time.Duration(r.CPUSeconds*float64(time.Second)).Round(10*time.Millisecond), fmtBytes(r.MaxRSS), r.GPUUtil, fmtMemory(r.GPUMemMiB)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func fmtBytes(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", b>>10)
 }

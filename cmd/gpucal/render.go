@@ -137,24 +137,56 @@ func printReservations(w io.Writer, rs []web.Reservation, loc *time.Location) {
 
 func printNodes(w io.Writer, nodes []web.Node, now time.Time, loc *time.Location) {
 	if len(nodes) == 0 {
-		fmt.Fprintln(w, "No nodes yet. Add one: gpucal node add NAME --gpus 8 --model \"NVIDIA A100-SXM4-80GB\"")
+		fmt.Fprintln(w, "No nodes yet. Join one: gpucal node join-token, then on the node gpucal agent --server URL --join-token TOKEN")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tGPU\tMODEL\tMEMORY\tSTATUS\tNOW\tNEXT")
+	fmt.Fprintln(tw, "NODE\tSTATE\tGPU\tMODEL\tMEMORY\tSTATUS\tUTIL\tUSED\tTEMP\tNOW\tNEXT")
 	idle, total := 0, 0
+	var notes []string
 	for _, n := range nodes {
+		state := n.State
+		switch {
+		case state == "":
+			state = "no agent"
+		case state != "ready" && !n.LastSeen.IsZero():
+			notes = append(notes, fmt.Sprintf("%s is %s: last heartbeat %s ago.", n.Name, n.State, roundDuration(now.Sub(n.LastSeen))))
+		}
+		if n.NVML != "" {
+			notes = append(notes, fmt.Sprintf("%s cannot read its GPUs: %s", n.Name, n.NVML))
+		}
 		for _, g := range n.GPUs {
 			total++
 			if g.Status == "idle" {
 				idle++
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Name, g.Index, g.Model, fmtMemory(g.Memory), g.Status,
-				nowText(g, loc), refText(g.Next, loc, false))
+			util, used, temp := "-", "-", "-"
+			if t := g.Telemetry; t != nil {
+				util, used, temp = fmt.Sprintf("%.0f%%", t.Util), fmtMemory(t.UsedMiB), fmt.Sprintf("%.0f°C", t.TempC)
+			}
+			if g.Fault != "" {
+				notes = append(notes, fmt.Sprintf("%s/%d is out of service: %s.", n.Name, g.Index, g.Fault))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, state, g.Index, g.Model, fmtMemory(g.Memory), g.Status,
+				util, used, temp, nowText(g, loc), refText(g.Next, loc, false))
 		}
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n%d node(s), %d GPU(s), %d idle now.\n", len(nodes), total, idle)
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+}
+
+// roundDuration shortens a duration for people: 42s, 3m10s, 2h5m.
+func roundDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return d.Round(10 * time.Second).String()
+	}
+	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
 }
 
 // nowText says what holds a GPU now: a job (and the reservation it runs in), or a reservation.

@@ -28,6 +28,7 @@ type serverConfig struct {
 	logFormat      string
 	bootstrapToken string
 	replanEvery    string
+	nodes          core.NodePolicy
 }
 
 func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
@@ -38,6 +39,12 @@ func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.logFormat, "log-format", envOr(e, "GPUCAL_LOG_FORMAT", "text"), "log format: text or json (GPUCAL_LOG_FORMAT)")
 	fs.StringVar(&c.replanEvery, "replan-every", envOr(e, "GPUCAL_REPLAN_EVERY", "30s"), "replan the queue this often, and after every change (GPUCAL_REPLAN_EVERY)")
 	c.bootstrapToken = e.getenv("GPUCAL_BOOTSTRAP_TOKEN")
+	c.nodes = core.DefaultNodePolicy
+	fs.DurationVar(&c.nodes.Interval, "heartbeat", c.nodes.Interval, "how often agents send heartbeats; a node is suspect after 3 missed")
+	fs.DurationVar(&c.nodes.DownAfter, "node-down-after", c.nodes.DownAfter, "a node silent this long is down and its jobs fail")
+	fs.DurationVar(&c.nodes.Drain.Grace, "drain-grace", c.nodes.Drain.Grace, "a job being stopped gets its checkpoint signal this long before its deadline")
+	fs.DurationVar(&c.nodes.Drain.Term, "drain-term", c.nodes.Drain.Term, "… SIGTERM this long before it")
+	fs.DurationVar(&c.nodes.Drain.Kill, "drain-kill", c.nodes.Drain.Kill, "… and SIGKILL this long before it")
 }
 
 // replanPeriod reads --replan-every: a duration of at least a second.
@@ -86,12 +93,15 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.nodes.Check(); err != nil {
+		return usagef("%s", core.ErrorMessage(err))
+	}
 	db, err := store.Open(ctx, cfg.dsn(), log.With("component", "store"))
 	if err != nil {
 		return fmt.Errorf("opening the database: %w", err)
 	}
 	defer db.Close()
-	svc := core.NewService(db)
+	svc := core.NewService(db, core.WithNodePolicy(cfg.nodes))
 
 	if h.prepare != nil {
 		if err := h.prepare(ctx, db); err != nil {
@@ -122,11 +132,15 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 	// and serve waits for them before the database closes.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	errc := make(chan error, 3)
-	running := 3
+	errc := make(chan error, 4)
+	running := 4
+	started := time.Now()
 	go func() { errc <- srv.Serve(ln) }()
 	go func() { errc <- purgeKeys(ctx, db, log) }()
 	go func() { errc <- loop.Run(ctx) }()
+	go func() {
+		errc <- scheduler.WatchNodes(ctx, svc, log.With("component", "nodes"), cfg.nodes.Interval, started, loop.Kick)
+	}()
 	if h.ready != nil {
 		h.ready(url)
 	}
