@@ -139,6 +139,10 @@ type JobOrder struct {
 	// Checkpoint is the signal that asks it to save its state, "SIGUSR1"
 	// unless the submitter chose another.
 	Checkpoint string `json:"checkpoint,omitempty"`
+	// Token lets the job report its own progress (GPUCAL_JOB_TOKEN): it
+	// may call POST /api/v1/jobs/{job}/progress for this job and nothing
+	// else, while the job holds GPUs.
+	Token string `json:"token,omitempty"`
 	// Nodes are the nodes of a gang in rank order; Rank is this node's.
 	Nodes []string `json:"nodes,omitempty"`
 	Rank  int      `json:"rank,omitempty"`

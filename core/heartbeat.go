@@ -31,14 +31,18 @@ func (s *Service) Heartbeat(ctx context.Context, node string, hb Heartbeat) (Des
 	if err := hb.Check(node); err != nil {
 		return DesiredState{}, err
 	}
+	key, err := s.jobTokenKey(ctx)
+	if err != nil {
+		return DesiredState{}, err
+	}
 	now := s.Now()
 	var out DesiredState
-	err := s.store.Update(ctx, func(tx Tx) error {
+	err = s.store.Update(ctx, func(tx Tx) error {
 		n, err := lockedNode(ctx, tx, node)
 		if err != nil {
 			return err
 		}
-		hbx := heartbeatTx{s: s, tx: tx, node: n, hb: hb, now: now}
+		hbx := heartbeatTx{s: s, tx: tx, node: n, hb: hb, now: now, key: key}
 		if err := hbx.updateNode(ctx); err != nil {
 			return err
 		}
@@ -60,6 +64,7 @@ type heartbeatTx struct {
 	node   Node
 	hb     Heartbeat
 	now    time.Time
+	key    []byte // signs job tokens
 	events []Event
 	// reported: the jobs the agent listed, by ID.
 	reported map[int64]JobReport
@@ -327,7 +332,7 @@ func (h *heartbeatTx) desired(ctx context.Context) (DesiredState, error) {
 func (h *heartbeatTx) order(j Job) JobOrder {
 	o := JobOrder{Job: j.ID, User: j.Owner, Project: j.Project, Name: j.Name, Command: slices.Clone(j.Command),
 		Env: cloneEnv(j.Env), WorkDir: j.WorkDir, Preemptible: j.Preemptible || j.Class == ClassLow,
-		Reservation: j.Reservation, Checkpoint: cmp.Or(j.Checkpoint, "SIGUSR1")}
+		Reservation: j.Reservation, Checkpoint: cmp.Or(j.Checkpoint, "SIGUSR1"), Token: jobToken(h.key, j)}
 	for _, g := range j.Assigned {
 		if g.Node == h.node.Name {
 			o.GPUs = append(o.GPUs, g.UUID)

@@ -141,6 +141,26 @@ func (n *Node) Validate() error {
 	return nil
 }
 
+// CheckStates refuses node and GPU states that do not exist: what the
+// database's CHECK constraints refuse, answered as CodeInvalid. A new GPU
+// (ID 0) without a state is up.
+func (n Node) CheckStates() error {
+	switch n.State {
+	case NodeUnmanaged, NodeReady, NodeSuspect, NodeDown:
+	default:
+		return Errorf(CodeInvalid, "node %s: unknown state %q", n.Name, n.State)
+	}
+	for _, g := range n.GPUs {
+		if g.State == "" && g.ID == 0 {
+			continue
+		}
+		if g.State != GPUUp && g.State != GPUDown {
+			return Errorf(CodeInvalid, "GPU %s/%d: unknown state %q", n.Name, g.Index, g.State)
+		}
+	}
+	return nil
+}
+
 // allGPUs flattens the GPUs of nodes, in node then index order.
 func allGPUs(nodes []Node) []GPU {
 	var gpus []GPU

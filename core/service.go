@@ -1,6 +1,7 @@
 package core
 
 import (
+	"sync"
 	"time"
 )
 
@@ -14,6 +15,9 @@ type Service struct {
 	estimator Estimator
 	planner   Planner
 	nodes     NodePolicy
+
+	keyMu  sync.Mutex
+	jobKey []byte // signs job tokens; loaded on first use (jobtoken.go)
 }
 
 // Option configures a Service.

@@ -107,6 +107,10 @@ type Tx interface {
 	// anyway). The second one then sees what the first one committed.
 	LockGPUs(ctx context.Context, ids []int64) error
 
+	// EnsureSetting stores value under name unless a value is there
+	// already, and returns the value stored: the first writer wins.
+	EnsureSetting(ctx context.Context, name, value string) (string, error)
+
 	// InsertEvents appends events to the outbox; one whose DedupKey is
 	// already there is skipped.
 	InsertEvents(ctx context.Context, es []Event) error

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,6 +205,42 @@ func TestJobAgentFields(t *testing.T) {
 		update(t, f.db, func(tx core.Tx) error { return tx.UpdateJob(ctx, j) })
 		if diff := cmp.Diff(j, f.job(t, j.ID)); diff != "" {
 			t.Errorf("Job after clearing Stop and Runs (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestEnsureSetting: the first value stored under a name stays; a
+// concurrent second writer reads the first one's.
+func TestEnsureSetting(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn)
+		ctx := context.Background()
+		var got [2]string
+		for i, v := range []string{"first", "second"} {
+			update(t, f.db, func(tx core.Tx) (err error) { got[i], err = tx.EnsureSetting(ctx, "k", v); return err })
+		}
+		if got != [2]string{"first", "first"} {
+			t.Errorf("EnsureSetting twice = %q, want the first value both times", got)
+		}
+		values := make(chan string, 64) // room for retried transactions
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				update(t, f.db, func(tx core.Tx) error {
+					v, err := tx.EnsureSetting(ctx, "race", fmt.Sprint(i))
+					values <- v
+					return err
+				})
+			})
+		}
+		wg.Wait()
+		close(values)
+		seen := map[string]bool{}
+		for v := range values {
+			seen[v] = true
+		}
+		if len(seen) != 1 {
+			t.Errorf("concurrent writers read %v, want one value", seen)
 		}
 	})
 }

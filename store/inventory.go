@@ -48,7 +48,7 @@ func (t *tx) nodesWithGPUs(ctx context.Context, nodes []nodeRow, op string) ([]c
 
 // InsertNode stores n and its GPUs and fills in their IDs, NodeID and Node.
 func (t *tx) InsertNode(ctx context.Context, n *core.Node) error {
-	if err := checkNodeState(*n); err != nil {
+	if err := n.CheckStates(); err != nil {
 		return err
 	}
 	row := nodeRow{Name: n.Name, CreatedAt: stamp(n.CreatedAt), State: string(n.State), LastSeen: stamp(n.LastSeen),
@@ -96,7 +96,7 @@ func (t *tx) insertGPU(ctx context.Context, n *core.Node, g *core.GPU) error {
 // GPU with another ID must be one of n's. GPUs missing from n.GPUs are
 // left as they are.
 func (t *tx) UpdateNode(ctx context.Context, n *core.Node) error {
-	if err := checkNodeState(*n); err != nil {
+	if err := n.CheckStates(); err != nil {
 		return err
 	}
 	row := nodeRow{ID: n.ID, State: string(n.State), LastSeen: stamp(n.LastSeen), Agent: n.Agent, NVML: n.NVML}
@@ -126,26 +126,6 @@ func (t *tx) UpdateNode(ctx context.Context, n *core.Node) error {
 				return core.Errorf(core.CodeNotFound, "GPU %d of node %s not found", g.ID, nodeLabel(*n))
 			}
 			return err
-		}
-	}
-	return nil
-}
-
-// checkNodeState refuses node and GPU states the schema does not allow,
-// so that they come back as CodeInvalid rather than as a failed CHECK. A
-// new GPU without a state is up.
-func checkNodeState(n core.Node) error {
-	switch n.State {
-	case core.NodeUnmanaged, core.NodeReady, core.NodeSuspect, core.NodeDown:
-	default:
-		return core.Errorf(core.CodeInvalid, "node %s: unknown state %q", n.Name, n.State)
-	}
-	for _, g := range n.GPUs {
-		if g.State == "" && g.ID == 0 {
-			continue
-		}
-		if g.State != core.GPUUp && g.State != core.GPUDown {
-			return core.Errorf(core.CodeInvalid, "GPU %s/%d: unknown state %q", n.Name, g.Index, g.State)
 		}
 	}
 	return nil

@@ -90,6 +90,31 @@ func TestAgentRoutes(t *testing.T) {
 		t.Fatalf("desired state %+v, %v; want the job with SIGUSR2", ds, err)
 	}
 	id, _ := core.ParseJobID(j.ID)
+
+	// The job's own token reports its progress and does nothing else.
+	jobClient := &web.Client{BaseURL: f.srv.URL, Token: ds.Run[0].Token}
+	if !strings.HasPrefix(ds.Run[0].Token, "gpucal_job_") {
+		t.Fatalf("job token %q", ds.Run[0].Token)
+	}
+	half := 0.5
+	if got, err := jobClient.ReportProgress(ctx, j.ID, web.ProgressRequest{Fraction: &half}); err != nil || got.Progress == nil || got.Progress.Fraction != 0.5 {
+		t.Errorf("progress with the job token: %+v, %v", got.Progress, err)
+	}
+	if _, err := jobClient.Job(ctx, j.ID); func() int { s, _ := apiCode(err); return s }() != http.StatusForbidden {
+		t.Errorf("reading the job with its job token: %v, want 403", err)
+	}
+	other, err := f.alice.Submit(ctx, web.SubmitRequest{GPUs: 1, Model: "a100", Command: []string{"true"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobClient.ReportProgress(ctx, other.ID, web.ProgressRequest{Fraction: &half}); func() int { s, _ := apiCode(err); return s }() != http.StatusForbidden {
+		t.Errorf("another job's progress with this job's token: %v, want 403", err)
+	}
+	forged := &web.Client{BaseURL: f.srv.URL, Token: ds.Run[0].Token[:len(ds.Run[0].Token)-1] + "0"}
+	if _, err := forged.ReportProgress(ctx, j.ID, web.ProgressRequest{Fraction: &half}); func() int { s, _ := apiCode(err); return s }() != http.StatusUnauthorized {
+		t.Errorf("a forged job token: %v, want 401", err)
+	}
+
 	if size, err := agent.AppendLog(ctx, id, 0, []byte("hi\n")); err != nil || size != 3 {
 		t.Fatalf("AppendLog = %d, %v", size, err)
 	}
@@ -110,6 +135,9 @@ func TestAgentRoutes(t *testing.T) {
 	}
 	if p, err := f.alice.Log(ctx, j.ID, 3, 0); err != nil || !p.Done || p.State != "succeeded" {
 		t.Errorf("the end of a finished job's log: %+v, %v", p, err)
+	}
+	if _, err := jobClient.ReportProgress(ctx, j.ID, web.ProgressRequest{Fraction: &half}); func() int { s, _ := apiCode(err); return s }() != http.StatusUnauthorized {
+		t.Errorf("the job token once the job ended: %v, want 401", err)
 	}
 	nodes, err := f.alice.Nodes(ctx)
 	if err != nil {

@@ -83,7 +83,7 @@ func (s *Server) routes() {
 	api("GET /api/v1/jobs/{id}", s.handleJob)
 	api("DELETE /api/v1/jobs/{id}", s.handleCancelJob)
 	api("POST /api/v1/jobs/{id}/cancel", s.handleCancelJob)
-	api("POST /api/v1/jobs/{id}/progress", s.handleProgress)
+	api(progressRoute, s.handleProgress)
 	api("GET /api/v1/queue", s.handleQueue)
 	api("POST /api/v1/whatif", s.handleWhatIf)
 	api("GET /api/v1/users", s.handleUsers)
@@ -147,7 +147,14 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 			writeError(w, core.Errorf(core.CodeUnauthorized, "use 'Authorization: Bearer <token>'"))
 			return
 		}
-		a, err := s.svc.Authenticate(r.Context(), strings.TrimSpace(token))
+		token = strings.TrimSpace(token)
+		var a core.Actor
+		var err error
+		if core.IsJobToken(token) {
+			a, err = s.jobActor(r, pattern, token)
+		} else {
+			a, err = s.svc.Authenticate(r.Context(), token)
+		}
 		if err != nil {
 			writeError(w, err)
 			return
@@ -177,4 +184,23 @@ func (r *statusRecorder) WriteHeader(code int) {
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	r.wrote = true
 	return r.ResponseWriter.Write(b)
+}
+
+// progressRoute is the one route a job token may call.
+const progressRoute = "POST /api/v1/jobs/{id}/progress"
+
+// jobActor resolves a job token (GPUCAL_JOB_TOKEN): it may report its own
+// job's progress, as the job's owner, and nothing else.
+func (s *Server) jobActor(r *http.Request, pattern, token string) (core.Actor, error) {
+	if pattern != progressRoute {
+		return core.Actor{}, core.Errorf(core.CodeForbidden, "a job token may only report its job's progress")
+	}
+	id, a, err := s.svc.AuthenticateJob(r.Context(), token)
+	if err != nil {
+		return core.Actor{}, err
+	}
+	if want, err := core.ParseJobID(r.PathValue("id")); err != nil || want != id {
+		return core.Actor{}, core.Errorf(core.CodeForbidden, "this job token belongs to %s", core.JobName(id))
+	}
+	return a, nil
 }

@@ -10,25 +10,6 @@ import (
 
 // The node agent half of memTx: node updates, credentials and join tokens.
 
-// checkNodeState plays the schema's CHECK constraints, answered as the
-// store answers them: CodeInvalid. A new GPU without a state is up.
-func checkNodeState(n core.Node) error {
-	switch n.State {
-	case core.NodeUnmanaged, core.NodeReady, core.NodeSuspect, core.NodeDown:
-	default:
-		return core.Errorf(core.CodeInvalid, "node %s: unknown state %q", n.Name, n.State)
-	}
-	for _, g := range n.GPUs {
-		if g.State == "" && g.ID == 0 {
-			continue
-		}
-		if g.State != core.GPUUp && g.State != core.GPUDown {
-			return core.Errorf(core.CodeInvalid, "GPU %s/%d: unknown state %q", n.Name, g.Index, g.State)
-		}
-	}
-	return nil
-}
-
 // node returns the index of node id in tx.d.nodes, -1 when there is none.
 func (tx *memTx) node(id int64) int {
 	return slices.IndexFunc(tx.d.nodes, func(n core.Node) bool { return n.ID == id })
@@ -41,7 +22,7 @@ func (tx *memTx) UpdateNode(ctx context.Context, n *core.Node) error {
 	if err := tx.writable(); err != nil {
 		return err
 	}
-	if err := checkNodeState(*n); err != nil {
+	if err := n.CheckStates(); err != nil {
 		return err
 	}
 	i := tx.node(n.ID)
@@ -151,4 +132,19 @@ func (tx *memTx) JoinToken(ctx context.Context, hash string) (core.JoinToken, er
 		return core.JoinToken{}, core.Errorf(core.CodeNotFound, "join token not found")
 	}
 	return t, nil
+}
+
+// EnsureSetting implements core.Tx.
+func (tx *memTx) EnsureSetting(ctx context.Context, name, value string) (string, error) {
+	if err := tx.writable(); err != nil {
+		return "", err
+	}
+	if v, ok := tx.d.settings[name]; ok {
+		return v, nil
+	}
+	if tx.d.settings == nil {
+		tx.d.settings = map[string]string{}
+	}
+	tx.d.settings[name] = value
+	return value, nil
 }

@@ -40,7 +40,8 @@ type memData struct {
 	tokens       map[string]core.Token // by hash
 	audit        []core.AuditEntry     // oldest first
 	jobs         map[int64]core.Job
-	events       []core.Event     // oldest first
+	events       []core.Event // oldest first
+	settings     map[string]string
 	credentials  map[int64]string // node ID → the hash of its credential
 	joinTokens   map[string]core.JoinToken
 	logs         map[int64][]core.LogChunk // by job, in offset order, without gaps
@@ -128,6 +129,7 @@ func (d *memData) clone() *memData {
 	c.events = slices.Clone(d.events)
 	c.credentials = maps.Clone(d.credentials)
 	c.joinTokens = maps.Clone(d.joinTokens)
+	c.settings = maps.Clone(d.settings)
 	// Chunks are never changed once stored, so their Data may be shared.
 	c.logs = make(map[int64][]core.LogChunk, len(d.logs))
 	for id, l := range d.logs {
@@ -185,7 +187,7 @@ func (tx *memTx) InsertNode(ctx context.Context, n *core.Node) error {
 	if err := tx.writable(); err != nil {
 		return err
 	}
-	if err := checkNodeState(*n); err != nil {
+	if err := n.CheckStates(); err != nil {
 		return err
 	}
 	uuids := map[string]bool{}
