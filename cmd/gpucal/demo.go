@@ -147,7 +147,7 @@ func startDemoAgents(ctx context.Context, db *store.DB, url, dir string, log *sl
 		return err
 	}
 	for i, n := range demoNodes {
-		cfg := agentConfig{name: n.name, fake: n.fake, seed: uint64(i + 1), interval: gpu.DefaultSampleInterval,
+		cfg := agentConfig{name: n.name, fake: n.fake, seed: uint64(i + 1), interval: time.Second,
 			server: url, joinToken: token, stateDir: filepath.Join(dir, n.name), runAsSelf: true}
 		go func() {
 			if err := nodeAgent(ctx, cfg, log.With("component", "agent", "node", n.name), io.Discard); err != nil && ctx.Err() == nil {
