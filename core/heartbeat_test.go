@@ -473,3 +473,54 @@ func TestJobLogs(t *testing.T) {
 		t.Errorf("at the end of a finished job's log: done %t, state %s", p.Done, p.State)
 	}
 }
+
+// TestGangThroughAgents: a job on two whole nodes gets an order on each,
+// with the gang's nodes and each node's rank; it runs once either part
+// runs and ends once both have ended, failed if either failed.
+func TestGangThroughAgents(t *testing.T) {
+	a := newAgentEnv(t)
+	token, _, _ := a.Service.CreateJoinToken(ctx, a.Actor(t, "root"), 0)
+	hb2 := core.Heartbeat{Node: "n2"}
+	for i := range 4 {
+		hb2.GPUs = append(hb2.GPUs, core.GPUReport{Index: i, UUID: fmt.Sprintf("GPU-n2-%d", i), Name: h100, MemoryMiB: 81559})
+	}
+	if _, _, err := a.Service.Join(ctx, token, hb2); err != nil {
+		t.Fatal(err)
+	}
+	j := submit(t, a.Env, "alice", coretest.Job(8, "h100").Name("gang").Build())
+	replan(t, a.Env)
+	beat2 := func(jobs ...core.JobReport) core.DesiredState {
+		t.Helper()
+		hb := hb2
+		hb.Jobs = jobs
+		ds, err := a.Service.Heartbeat(ctx, "n2", hb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	d1, d2 := a.beat(t), beat2()
+	if len(d1.Run) != 1 || len(d2.Run) != 1 || len(d1.Run[0].GPUs) != 4 || len(d2.Run[0].GPUs) != 4 {
+		t.Fatalf("orders %+v / %+v; want 4 GPUs on each node", d1.Run, d2.Run)
+	}
+	if !slices.Equal(d1.Run[0].Nodes, []string{"n1", "n2"}) || d1.Run[0].Rank != 0 || d2.Run[0].Rank != 1 {
+		t.Errorf("gang nodes %v, ranks %d and %d", d1.Run[0].Nodes, d1.Run[0].Rank, d2.Run[0].Rank)
+	}
+	a.beat(t, core.JobReport{Job: j.ID, State: core.RunRunning, PID: 1})
+	if got := job(t, a.Env, j.ID); got.State != core.JobRunning {
+		t.Errorf("one part running: %s", got.State)
+	}
+	beat2(core.JobReport{Job: j.ID, State: core.RunRunning, PID: 2})
+	a.beat(t, core.JobReport{Job: j.ID, State: core.RunExited, ExitCode: 0, LogDone: true})
+	if got := job(t, a.Env, j.ID); got.State != core.JobRunning {
+		t.Errorf("one part ended, the other running: %s", got.State)
+	}
+	beat2(core.JobReport{Job: j.ID, State: core.RunExited, ExitCode: 1, LogDone: true})
+	got := job(t, a.Env, j.ID)
+	if got.State != core.JobFailed || len(got.Runs) != 2 {
+		t.Errorf("both parts ended, one with 1: %s, runs %+v", got.State, got.Runs)
+	}
+	if evs := a.events(t, core.EventFinished); len(evs) != 1 || !strings.Contains(evs[0].Detail, "n2: exit code 1") {
+		t.Errorf("finished events %+v", evs)
+	}
+}
