@@ -53,6 +53,9 @@ func NewServer(cfg Config) *Server {
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
+	if s.svc != nil {
+		s.metrics.watchInventory(s.svc)
+	}
 	s.routes()
 	return s
 }

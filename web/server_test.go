@@ -345,6 +345,9 @@ func TestProbesAndMetrics(t *testing.T) {
 		`gpucal_booking_requests_total{result="ok",source="api"} 1`,
 		`gpucal_booking_requests_total{result="conflict",source="api"} 1`,
 		`gpucal_http_requests_total{code="201",route="POST /api/v1/reservations"} 1`,
+		`gpucal_nodes{state="unmanaged"} 1`,
+		`gpucal_nodes{state="down"} 0`,
+		`gpucal_gpus{model="a100-80gb",status="idle"} 8`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
