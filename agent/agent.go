@@ -34,12 +34,19 @@ type Config struct {
 	// Latest sample for each heartbeat and calls Refresh itself only to
 	// check that a stopped job's processes are off its GPUs.
 	Sampler *gpu.Sampler
-	// StateDir holds the persisted state (made 0700; the file is 0600),
-	// e.g. /var/lib/gpucal-agent. Two agents must not share one.
+	// StateDir holds the persisted state (made 0700, 0711 as ProgressDir
+	// says; the file is 0600), e.g. /var/lib/gpucal-agent. Two agents must
+	// not share one.
 	StateDir string
-	LogDir   string        // the jobs' logs, j<ID>.log; StateDir/logs when ""
-	Interval time.Duration // between heartbeats until the server says; DefaultInterval when 0
-	Server   string        // the server's URL, GPUCAL_SERVER in jobs
+	LogDir   string // the jobs' logs, j<ID>.log; StateDir/logs when ""
+	// ProgressDir holds the jobs' progress files, j<ID>
+	// (GPUCAL_PROGRESS_FILE); StateDir/progress when "". It is made 0711:
+	// a job reaches its own file by name but lists no other. A root agent
+	// that runs jobs as their owners makes StateDir 0711 too when it holds
+	// ProgressDir; the directories above are the operator's to open.
+	ProgressDir string
+	Interval    time.Duration // between heartbeats until the server says; DefaultInterval when 0
+	Server      string        // the server's URL, GPUCAL_SERVER in jobs
 	// RunAsSelf runs every job as the agent's own user instead of its
 	// owner: an agent that is not root cannot switch users, and the demo
 	// runs jobs of many users on one machine.
@@ -64,6 +71,7 @@ type Agent struct {
 	conn             Conn
 	sampler          *gpu.Sampler
 	stateDir, logDir string
+	progressDir      string
 	server           string
 	runAsSelf        bool
 	log              *slog.Logger
@@ -73,6 +81,7 @@ type Agent struct {
 
 	// Pacing, shortened by tests.
 	logEvery      time.Duration // between log shipping rounds
+	progressEvery time.Duration // between reads of the progress files
 	gpuCheckFor   time.Duration // how long a stopped job's processes may linger on its GPUs
 	gpuCheckEvery time.Duration
 	leftoverKill  time.Duration // TERM to KILL for processes a job's first process left behind
@@ -112,6 +121,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.LogDir == "" {
 		cfg.LogDir = filepath.Join(cfg.StateDir, "logs")
 	}
+	if cfg.ProgressDir == "" {
+		cfg.ProgressDir = filepath.Join(cfg.StateDir, "progress")
+	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
@@ -127,6 +139,16 @@ func New(cfg Config) (*Agent, error) {
 	if err := os.MkdirAll(cfg.LogDir, 0o750); err != nil {
 		return nil, fmt.Errorf("agent: making the log directory: %w", err)
 	}
+	if err := makeProgressDir(cfg.ProgressDir); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if os.Geteuid() == 0 && !cfg.RunAsSelf && within(cfg.StateDir, cfg.ProgressDir) {
+		// The jobs' users pass through to their progress files; they
+		// can list nothing, and state.json and the logs stay closed.
+		if err := os.Chmod(cfg.StateDir, 0o711); err != nil {
+			return nil, fmt.Errorf("agent: opening the state directory to the jobs' progress files: %w", err)
+		}
+	}
 	st, err := loadState(cfg.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
@@ -137,11 +159,12 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{
 		name: cfg.Name, version: cfg.Version, conn: cfg.Conn, sampler: cfg.Sampler,
-		stateDir: cfg.StateDir, logDir: cfg.LogDir, server: cfg.Server, runAsSelf: cfg.RunAsSelf,
+		stateDir: cfg.StateDir, logDir: cfg.LogDir, progressDir: cfg.ProgressDir,
+		server: cfg.Server, runAsSelf: cfg.RunAsSelf,
 		log:  cfg.Logger.With("node", cfg.Name),
 		busy: cfg.Busy, now: cfg.Now, metrics: m,
 
-		logEvery: time.Second, gpuCheckFor: 10 * time.Second, gpuCheckEvery: 500 * time.Millisecond,
+		logEvery: time.Second, progressEvery: time.Second, gpuCheckFor: 10 * time.Second, gpuCheckEvery: 500 * time.Millisecond,
 		leftoverKill: 10 * time.Second,
 
 		wake:     make(chan struct{}, 1),
@@ -165,7 +188,7 @@ func New(cfg Config) (*Agent, error) {
 		a.ackLocked(id)
 	}
 	for _, r := range st.Jobs {
-		a.jobs[r.Order.Job] = &job{rec: r, poke: make(chan struct{}, 1)}
+		a.jobs[r.Order.Job] = newJob(r)
 	}
 	return a, nil
 }
@@ -180,6 +203,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.resume(ctx)
 	a.wg.Go(func() { a.shipLogs(ctx) })
+	a.wg.Go(func() { a.watchProgress(ctx) })
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

@@ -16,6 +16,16 @@ type job struct {
 	rec  record       // guarded by Agent.mu
 	proc *run.Process // nil unless the agent started or adopted it and runs its supervisor
 	poke chan struct{}
+	pf   *progressFile // its progress file's reader; nil for a job without one
+}
+
+// newJob is the job of record r.
+func newJob(r record) *job {
+	j := &job{rec: r, poke: make(chan struct{}, 1)}
+	if r.ProgressFile != "" {
+		j.pf = &progressFile{id: r.Order.Job, path: r.ProgressFile}
+	}
+	return j
 }
 
 // pokeSupervisor tells the job's supervisor that its stop order changed.
@@ -76,7 +86,7 @@ func (a *Agent) settle(ds core.DesiredState) {
 		j.rec.Acked = true
 		a.dirty = true
 		if j.rec.LogDone || j.rec.Phase == phaseRefused {
-			delete(a.jobs, id)
+			a.forgetLocked(id)
 		}
 	}
 }
@@ -95,7 +105,7 @@ func (a *Agent) admit(orders []core.JobOrder) []*job {
 		if _, known := a.jobs[o.Job]; known || a.ackedSet[o.Job] || o.Job <= 0 {
 			continue
 		}
-		j := &job{rec: record{Order: o, Phase: phaseStarting}, poke: make(chan struct{}, 1)}
+		j := newJob(record{Order: o, Phase: phaseStarting, ProgressFile: a.progressPath(o.Job)})
 		a.jobs[o.Job] = j
 		fresh = append(fresh, j)
 	}
@@ -114,14 +124,19 @@ func (a *Agent) start(ctx context.Context, j *job) {
 	spec := run.Spec{
 		Command: o.Command, Env: o.Env, WorkDir: o.WorkDir, User: o.User,
 		GPUs: o.GPUs, JobID: core.JobName(id), Server: a.server,
-		LogPath:    a.logPath(id),
-		OnProgress: a.onProgress(id),
-		Nodes:      o.Nodes, Rank: o.Rank,
+		JobToken:     o.Token,
+		ProgressFile: j.rec.ProgressFile,
+		LogPath:      a.logPath(id),
+		OnProgress:   a.onProgress(id),
+		Nodes:        o.Nodes, Rank: o.Rank,
 	}
 	if a.runAsSelf {
 		spec.User = ""
 	}
 	err := a.checkGPUs(o.GPUs)
+	if err == nil {
+		err = makeProgressDir(a.progressDir) // in case it was removed under the agent
+	}
 	var p *run.Process
 	if err == nil {
 		p, err = run.Start(ctx, spec)
@@ -130,7 +145,7 @@ func (a *Agent) start(ctx context.Context, j *job) {
 		// The agent is stopping: the job was not started, and the next
 		// agent starts it.
 		a.mu.Lock()
-		delete(a.jobs, id)
+		a.forgetLocked(id)
 		a.mu.Unlock()
 		a.persist()
 		return
@@ -215,7 +230,9 @@ func (a *Agent) logStopChange(id int64, before, after *core.StopOrder) {
 	log.Info("stopping a job", "reason", after.Reason, "reservation", after.Reservation, "kill_at", after.KillAt, "deadline", after.Deadline)
 }
 
-// onProgress keeps the latest progress of job id.
+// onProgress keeps the latest progress of job id read from its log,
+// unless its progress file has given one: the job knows better than a bar
+// in its output.
 func (a *Agent) onProgress(id int64) func(progress.Report) {
 	return func(r progress.Report) {
 		p, ok := progressReport(r)
@@ -224,7 +241,7 @@ func (a *Agent) onProgress(id int64) func(progress.Report) {
 		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if j, ok := a.jobs[id]; ok {
+		if j, ok := a.jobs[id]; ok && !j.rec.FileProgress {
 			j.rec.Progress = &p
 			a.dirty = true
 		}

@@ -23,8 +23,9 @@
 //     refused (it could not be started), with its PID, times, exit status,
 //     why it was stopped and the margin left before the deadline, CPU time
 //     and peak memory of its processes, mean GPU utilisation and peak GPU
-//     memory over the samples, the latest progress read from its log, and,
-//     once it has exited and all of its log is shipped, the log's size;
+//     memory over the samples, its latest progress (from its progress
+//     file, else from its log), and, once it has exited and all of its log
+//     is shipped, the log's size;
 //   - the round trip of the previous heartbeat.
 //
 // The answer is applied in three steps: (1) take the interval, the drain
@@ -38,8 +39,11 @@
 //
 // A job is started with run.Start: its command as its user, in a process
 // group of its own, CUDA_VISIBLE_DEVICES set to the order's GPU UUIDs,
-// GPUCAL_JOB "j<ID>", GPUCAL_SERVER, GPUCAL_NODES and GPUCAL_NODE_RANK for
-// a gang, output appended to LogDir/j<ID>.log. A GPU that is not on the node
+// GPUCAL_JOB "j<ID>", GPUCAL_SERVER, GPUCAL_JOB_TOKEN (the order's Token,
+// when it has one), GPUCAL_PROGRESS_FILE (below), GPUCAL_NODES and
+// GPUCAL_NODE_RANK for a gang, output appended to LogDir/j<ID>.log. The
+// token is a secret: it is kept with the order in the state file and
+// never logged. A GPU that is not on the node
 // (by the latest successful read), or any error of run.Start, makes the job
 // refused, with the error. A job ID is started at most once: the order is
 // written down (as "starting") before the process starts, finished jobs are
@@ -85,9 +89,12 @@
 //
 // # Persistence
 //
-// StateDir/state.json (0600, in a 0700 directory) holds every job record —
-// the order, PID and the start time /proc gives it (field 22, to tell the
-// PID from a reused one), how it ended, the stop order in force with its
+// StateDir/state.json (0600, in a 0700 directory, or 0711 for a root
+// agent that runs jobs as their owners and keeps the progress files
+// there, so that the owners can pass through to them and list nothing)
+// holds every job record — the order (its job token included), its
+// progress file, PID and the start time /proc gives it (field 22, to tell
+// the PID from a reused one), how it ended, the stop order in force with its
 // absolute times, whether its ladder has begun and which steps fired, its
 // resource use, progress and the bytes of its log shipped — and the
 // acknowledged IDs, cached windows, drain timing and GPU faults. It is
@@ -113,6 +120,26 @@
 // the log (agent/progress, read by run) are kept as the latest
 // ProgressReport: a plain bar as step of total, else the fraction of the
 // whole job; a fraction of the current epoch only is left out.
+//
+// Each job also gets a progress file, ProgressDir/j<ID>
+// (StateDir/progress/j<ID> by default), named in GPUCAL_PROGRESS_FILE
+// (docs/progress.md section 2). The directory is 0711 and the agent's; the
+// file is made empty before the job starts, 0600, owned by the user the
+// job runs as (by the agent when it runs the job as itself). The path is
+// written down with the job, so a restarted agent reads the same file. A
+// loop reads the running jobs' files every second, only those whose inode,
+// size or modification time changed (or that changed in the last second),
+// and only their last 4 KiB, following no symbolic link, with
+// progress.ParseFile; the file is read once more when the job ends, before
+// it is reported exited. Its first valid report makes the file win: from
+// then on the job's progress is the file's latest valid report, and bars
+// in its log no longer count (a job that writes the file knows better).
+// An empty file, or none, is no progress yet; a line that is not progress
+// is logged once per distinct error, with the job, and changes nothing.
+// The file is removed when the job's record is forgotten, after the server
+// acknowledged its end (or when it was never started). A job running as
+// its owner under a root agent cannot create files in the directory, so it
+// rewrites or appends to its file rather than renaming a new one over it.
 //
 // # Metrics
 //

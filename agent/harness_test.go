@@ -197,6 +197,7 @@ func (h *harness) start(tweaks ...func(*Agent)) *Agent {
 		h.t.Fatalf("New: %v", err)
 	}
 	a.logEvery, a.gpuCheckFor, a.gpuCheckEvery, a.leftoverKill = 30*time.Millisecond, 2*time.Second, 20*time.Millisecond, 500*time.Millisecond
+	a.progressEvery = 30 * time.Millisecond
 	for _, f := range tweaks {
 		f(a)
 	}

@@ -77,7 +77,7 @@ func (a *Agent) shipRound(ctx context.Context, buf []byte) {
 		if j, ok := a.jobs[l.id]; ok {
 			j.rec.LogShipped, j.rec.LogDone = off, done
 			if done && j.rec.Acked {
-				delete(a.jobs, l.id)
+				a.forgetLocked(l.id)
 			}
 		}
 		a.dirty = true

@@ -134,7 +134,12 @@ func TestStateFile(t *testing.T) {
 	a.mu.Unlock()
 	a.persist()
 
-	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, stateFile): 0o600} {
+	dirMode := os.FileMode(0o700)
+	if os.Geteuid() == 0 { // a root agent's jobs' users pass through to their progress files
+		dirMode = 0o711
+	}
+	modes := map[string]os.FileMode{dir: dirMode, filepath.Join(dir, stateFile): 0o600, filepath.Join(dir, "progress"): 0o711}
+	for path, want := range modes {
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -143,8 +148,8 @@ func TestStateFile(t *testing.T) {
 			t.Errorf("%s: mode %v, want %v", path, fi.Mode().Perm(), want)
 		}
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 2 { // state.json and logs/
-		t.Errorf("the state directory holds %d entries, want state.json and logs (no temporary files)", len(entries))
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 { // state.json, logs/ and progress/
+		t.Errorf("the state directory holds %d entries, want state.json, logs and progress (no temporary files)", len(entries))
 	}
 	st, err := loadState(dir)
 	if err != nil {

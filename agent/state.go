@@ -71,6 +71,11 @@ type record struct {
 	GPUMemMiB   int64                `json:"gpu_mem_mib,omitempty"`
 	GPUPIDs     []int                `json:"gpu_pids,omitempty"` // its processes seen on its GPUs
 	Progress    *core.ProgressReport `json:"progress,omitempty"`
+	// ProgressFile is the job's GPUCAL_PROGRESS_FILE, "" for a job started
+	// before the agent gave one. FileProgress says Progress came from it:
+	// from then on, bars in the log no longer count.
+	ProgressFile string `json:"progress_file,omitempty"`
+	FileProgress bool   `json:"file_progress,omitempty"`
 
 	LogShipped int64 `json:"log_shipped"`        // bytes of its log the server has
 	LogDone    bool  `json:"log_done,omitempty"` // the job has ended and all its log is shipped
@@ -202,6 +207,22 @@ func (a *Agent) jobIDsLocked() []int64 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// forgetLocked drops job id's record, and removes its progress file: the
+// server has acknowledged its end, or it was never started. a.mu is held.
+func (a *Agent) forgetLocked(id int64) {
+	j, ok := a.jobs[id]
+	if !ok {
+		return
+	}
+	delete(a.jobs, id)
+	a.dirty = true
+	if path := j.rec.ProgressFile; path != "" {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			a.log.Warn("could not remove a forgotten job's progress file", "job", core.JobName(id), "error", err)
+		}
+	}
 }
 
 // ackLocked remembers that the server recorded the end of job id. a.mu is

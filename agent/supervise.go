@@ -144,7 +144,8 @@ func (s *supervisor) run(ctx context.Context, plan run.StopPlan) {
 // that none of its processes is left on its GPUs, and reports it exited.
 // drain is the order whose ladder ended it, nil when it ended by itself.
 func (a *Agent) finish(ctx context.Context, j *job, rep run.StopReport, drain *core.StopOrder) {
-	res := j.proc.Wait()
+	res := j.proc.Wait() // the last of the log read
+	a.readProgress(j)    // and the last the job wrote to its progress file
 	a.mu.Lock()
 	r := &j.rec
 	id, pid, gpus := r.Order.Job, r.PID, r.Order.GPUs
@@ -254,7 +255,7 @@ func (a *Agent) awaitGPUsFree(ctx context.Context, gpus []string, pids []int) ma
 // ended. Then it applies the cached windows.
 func (a *Agent) resume(ctx context.Context) {
 	a.mu.Lock()
-	var live []*job
+	var live, ended []*job
 	for _, id := range a.jobIDsLocked() {
 		j := a.jobs[id]
 		r := &j.rec
@@ -273,6 +274,8 @@ func (a *Agent) resume(ctx context.Context) {
 					r.Error = "the agent could not take the job over after a restart: " + err.Error()
 				}
 				a.log.Warn("a job ended while the agent was not running", "job", core.JobName(id), "pid", r.PID, "error", err)
+				ended = append(ended, j)
+				a.dirty = true
 				continue
 			}
 			j.proc = p
@@ -284,6 +287,9 @@ func (a *Agent) resume(ctx context.Context) {
 		a.dirty = true
 	}
 	a.mu.Unlock()
+	for _, j := range ended {
+		a.readProgress(j) // what it wrote while the agent was away
+	}
 	a.enforceCached()
 	a.persistIfDirty()
 	for _, j := range live {

@@ -35,6 +35,12 @@
 // every 200 ms into a progress.Parser, whose reports go to Spec.OnProgress,
 // and reads the last of it and flushes the parser before Wait returns.
 //
+// When Spec.ProgressFile is set, Start creates that file empty, 0600 and
+// owned by the user the job runs as (it follows no symbolic link there),
+// and names it in GPUCAL_PROGRESS_FILE, so that the job can write its own
+// progress (docs/progress.md section 2). The caller picks the path, makes
+// its directory, reads the file and removes it.
+//
 // # Why a restarted agent does not kill its jobs
 //
 // Each job is its own process group (Setpgid), so a signal meant for the

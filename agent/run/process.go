@@ -27,12 +27,16 @@ type Spec struct {
 	WorkDir string            // the working directory; "" is the agent's
 	// User is who the job runs as; "" is the agent's user. Another user
 	// needs an agent running as root.
-	User         string
-	GPUs         []string // GPU UUIDs, in order: CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES
-	JobID        string   // GPUCAL_JOB, e.g. "j42"; set only when not ""
-	Server       string   // GPUCAL_SERVER, set only when not ""
-	JobToken     string   // GPUCAL_JOB_TOKEN, set only when not ""
-	ProgressFile string   // GPUCAL_PROGRESS_FILE, set only when not ""
+	User     string
+	GPUs     []string // GPU UUIDs, in order: CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES
+	JobID    string   // GPUCAL_JOB, e.g. "j42"; set only when not ""
+	Server   string   // GPUCAL_SERVER, set only when not ""
+	JobToken string   // GPUCAL_JOB_TOKEN, set only when not ""
+	// ProgressFile is GPUCAL_PROGRESS_FILE, set only when not "". Start
+	// creates it empty (emptying one left there), 0600, owned by the user
+	// the job runs as, so that the job can write it; its directory must
+	// exist and let that user through. Reading it is the caller's business.
+	ProgressFile string
 	// Nodes are the nodes of a gang in rank order and Rank is this node's:
 	// GPUCAL_NODES (comma-separated) and GPUCAL_NODE_RANK, set only when
 	// Nodes is not empty.
@@ -100,6 +104,11 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.ProgressFile != "" {
+		if err := createProgressFile(s.ProgressFile, acct.cred); err != nil {
+			return nil, err
+		}
+	}
 
 	if err := os.MkdirAll(filepath.Dir(s.LogPath), 0o750); err != nil {
 		return nil, fmt.Errorf("creating the log directory: %w", err)
@@ -145,6 +154,32 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 	go f.run()
 	go p.wait(cmd, time.Now().UTC(), f)
 	return p, nil
+}
+
+// createProgressFile creates the job's progress file at path, empty, 0600,
+// owned by the user of cred (the agent's when nil). It does not follow a
+// symbolic link there, and empties and takes back a file left there.
+func createProgressFile(path string, cred *syscall.Credential) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return fmt.Errorf("creating the job's progress file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("%s is not a regular file", path)
+	default:
+		err = f.Chmod(0o600) // a file left there may have had another mode
+	}
+	if err == nil && cred != nil {
+		err = f.Chown(int(cred.Uid), int(cred.Gid))
+	}
+	if err != nil {
+		return fmt.Errorf("creating the job's progress file: %w", err)
+	}
+	return nil
 }
 
 // PID returns the process ID of the job's first process, which is also its

@@ -61,13 +61,14 @@ func TestEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	progressFile := filepath.Join(t.TempDir(), "j42")
 	spec := Spec{
 		Env:          map[string]string{"FOO": "bar baz", "HF_HOME": "/data/hf"},
 		GPUs:         []string{"GPU-bbb", "GPU-aaa"},
 		JobID:        "j42",
 		Server:       "https://gpucal.example.org",
 		JobToken:     "tok",
-		ProgressFile: "/tmp/j42.progress",
+		ProgressFile: progressFile,
 		Nodes:        []string{"node-1", "node-2"},
 		Rank:         1,
 	}
@@ -93,7 +94,7 @@ func TestEnvironment(t *testing.T) {
 		"GPUCAL_JOB_ID":          "j42",
 		"GPUCAL_SERVER":          "https://gpucal.example.org",
 		"GPUCAL_JOB_TOKEN":       "tok",
-		"GPUCAL_PROGRESS_FILE":   "/tmp/j42.progress",
+		"GPUCAL_PROGRESS_FILE":   progressFile,
 		"GPUCAL_NODES":           "node-1,node-2",
 		"GPUCAL_NODE_RANK":       "1",
 	}
