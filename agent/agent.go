@@ -47,6 +47,13 @@ type Config struct {
 	ProgressDir string
 	Interval    time.Duration // between heartbeats until the server says; DefaultInterval when 0
 	Server      string        // the server's URL, GPUCAL_SERVER in jobs
+	// CgroupRoot is the cgroup v2 directory under which each job gets a
+	// cgroup of its own, <CgroupRoot>/<Name>/j<ID>, so that a stop reaches the
+	// processes that left the job's process group and the job's resource
+	// use counts all of its processes; DefaultCgroupRoot finds one. ""
+	// gives jobs process groups only, as does a root that cannot be used
+	// (the agent says so once, at start).
+	CgroupRoot string
 	// RunAsSelf runs every job as the agent's own user instead of its
 	// owner: an agent that is not root cannot switch users, and the demo
 	// runs jobs of many users on one machine.
@@ -72,6 +79,9 @@ type Agent struct {
 	sampler          *gpu.Sampler
 	stateDir, logDir string
 	progressDir      string
+	cgroupRoot       string // "" for process groups only
+	cgroupMount      string // the cgroup v2 mount cgroupRoot is in
+	cgroupWarned     atomic.Bool
 	server           string
 	runAsSelf        bool
 	log              *slog.Logger
@@ -96,13 +106,17 @@ type Agent struct {
 	acked    []int64 // recently acknowledged jobs, oldest first
 	ackedSet map[int64]bool
 	windows  []core.Window
-	timing   core.DrainTiming
-	faults   map[string]fault // by GPU UUID
-	interval time.Duration
-	latency  time.Duration // of the last answered heartbeat
-	sampleAt time.Time     // the last sample counted into the jobs' GPU use
-	offline  bool          // the last heartbeat got no answer
-	dirty    bool          // state changed since the last write
+	// killForeign and foreignTerm: the policy on foreign processes in open
+	// windows, and when each one got its SIGTERM (foreign.go).
+	killForeign bool
+	foreignTerm map[foreignKey]time.Time
+	timing      core.DrainTiming
+	faults      map[string]fault // by GPU UUID
+	interval    time.Duration
+	latency     time.Duration // of the last answered heartbeat
+	sampleAt    time.Time     // the last sample counted into the jobs' GPU use
+	offline     bool          // the last heartbeat got no answer
+	dirty       bool          // state changed since the last write
 }
 
 // New checks cfg, makes the agent's directories and reads its persisted
@@ -172,11 +186,21 @@ func New(cfg Config) (*Agent, error) {
 		ackedSet: map[int64]bool{},
 		windows:  st.Windows,
 		timing:   st.Timing,
-		faults:   st.Faults,
-		interval: cfg.Interval,
+
+		killForeign: st.KillForeign,
+		foreignTerm: map[foreignKey]time.Time{},
+		faults:      st.Faults,
+		interval:    cfg.Interval,
 	}
 	if a.timing == (core.DrainTiming{}) {
 		a.timing = core.DefaultDrainTiming
+	}
+	if cfg.CgroupRoot != "" {
+		// One level per node: agents that share a host (the demo, tests)
+		// and so a cgroup root never share a job's cgroup.
+		a.useCgroupRoot(filepath.Join(cfg.CgroupRoot, cfg.Name))
+	} else {
+		a.useCgroupRoot("")
 	}
 	if a.faults == nil {
 		a.faults = map[string]fault{}

@@ -71,6 +71,9 @@ func (a *Agent) settle(ds core.DesiredState) {
 		a.timing = ds.Timing
 		a.dirty = true
 	}
+	if ds.KillForeign != a.killForeign {
+		a.killForeign, a.dirty = ds.KillForeign, true
+	}
 	windows := slices.Clone(ds.Windows)
 	a.windows, windows = windows, a.windows
 	a.pruneWindowsLocked(now)
@@ -128,6 +131,7 @@ func (a *Agent) start(ctx context.Context, j *job) {
 		ProgressFile: j.rec.ProgressFile,
 		LogPath:      a.logPath(id),
 		OnProgress:   a.onProgress(id),
+		Cgroup:       a.cgroupPath(id),
 		Nodes:        o.Nodes, Rank: o.Rank,
 	}
 	if a.runAsSelf {
@@ -156,6 +160,7 @@ func (a *Agent) start(ctx context.Context, j *job) {
 		j.rec.Phase, j.rec.Error, j.rec.EndedAt = phaseRefused, err.Error(), now
 	} else {
 		j.rec.Phase, j.rec.PID, j.rec.StartTicks, j.rec.StartedAt = phaseRunning, p.PID(), p.StartTicks(), now
+		j.rec.Cgroup = p.Cgroup()
 		j.proc = p
 	}
 	a.mu.Unlock()
@@ -166,7 +171,8 @@ func (a *Agent) start(ctx context.Context, j *job) {
 		a.wakeUp()
 		return
 	}
-	log.Info("started a job", "pid", p.PID(), "user", o.User, "gpus", o.GPUs)
+	a.noteCgroup(id, p.CgroupErr())
+	log.Info("started a job", "pid", p.PID(), "user", o.User, "gpus", o.GPUs, "cgroup", p.Cgroup())
 	a.setBusy(o.GPUs, p.PID(), true)
 	a.wg.Go(func() { a.supervise(ctx, j) })
 }

@@ -16,14 +16,16 @@
 //   - the GPUs of the Sampler's latest sample (the caller runs the
 //     Sampler), with each GPU process marked with the job it belongs to —
 //     the job whose first process it is, whose process group it is in
-//     (/proc/PID/stat), or which it was seen as before — and the GPU's
+//     (/proc/PID/stat), whose cgroup it is in (/proc/PID/cgroup), or which
+//     it was seen as before — and the GPU's
 //     Fault, if the agent found one; a failed read is Heartbeat.NVML;
 //   - every job it has not been told to forget: running, draining (its
 //     stop ladder has begun), exited (its process group is gone) or
 //     refused (it could not be started), with its PID, times, exit status,
 //     why it was stopped and the margin left before the deadline, CPU time
-//     and peak memory of its processes, mean GPU utilisation and peak GPU
-//     memory over the samples, its latest progress (from its progress
+//     and peak memory of its processes (its cgroup's count where it has
+//     one: every process, waited for or not), mean GPU utilisation and
+//     peak GPU memory over the samples, its latest progress (from its progress
 //     file, else from its log), and, once it has exited and all of its log
 //     is shipped, the log's size;
 //   - the round trip of the previous heartbeat.
@@ -38,9 +40,10 @@
 // # Starting
 //
 // A job is started with run.Start: its command as its user, in a process
-// group of its own, CUDA_VISIBLE_DEVICES set to the order's GPU UUIDs,
-// GPUCAL_JOB "j<ID>", GPUCAL_SERVER, GPUCAL_JOB_TOKEN (the order's Token,
-// when it has one), GPUCAL_PROGRESS_FILE (below), GPUCAL_NODES and
+// group of its own and, with a cgroup root, in the cgroup
+// <CgroupRoot>/<node>/j<ID> (below), CUDA_VISIBLE_DEVICES set to the order's GPU
+// UUIDs, GPUCAL_JOB "j<ID>", GPUCAL_SERVER, GPUCAL_JOB_TOKEN (the order's
+// Token, when it has one), GPUCAL_PROGRESS_FILE (below), GPUCAL_NODES and
 // GPUCAL_NODE_RANK for a gang, output appended to LogDir/j<ID>.log. The
 // token is a secret: it is kept with the order in the state file and
 // never logged. A GPU that is not on the node
@@ -74,10 +77,12 @@
 // whose ladder has begun is carried through. The ladder begins at its
 // first step (the job is then reported draining) and is run.Process.Stop:
 // the checkpoint signal (the order's Checkpoint name, SIGUSR1 by default),
-// SIGTERM and SIGKILL to the process group at their times, until no
-// process of the group is left. When a job's first process ends by itself,
-// what it left in its group gets SIGTERM at once and SIGKILL 10 s later (or
-// at the order's kill time, if sooner); the job ended by itself.
+// SIGTERM and SIGKILL to the process group at their times (TERM and KILL
+// to the job's cgroup as well), until no process of the group or the
+// cgroup is left. When a job's first process ends by itself, what it left
+// in its group and its cgroup gets SIGTERM at once and SIGKILL 10 s later
+// (or at the order's kill time, if sooner); the job ended by itself. Once
+// the job is gone its cgroup is removed.
 //
 // Once the group is gone the agent reads the GPUs (Sampler.Refresh) until
 // none of the job's processes (its first process and any PID seen on its
@@ -94,20 +99,20 @@
 // there, so that the owners can pass through to them and list nothing)
 // holds every job record — the order (its job token included), its
 // progress file, PID and the start time /proc gives it (field 22, to tell
-// the PID from a reused one), how it ended, the stop order in force with its
-// absolute times, whether its ladder has begun and which steps fired, its
-// resource use, progress and the bytes of its log shipped — and the
-// acknowledged IDs, cached windows, drain timing and GPU faults. It is
-// written whole to a temporary file that is then renamed, when a job is
+// the PID from a reused one), its cgroup, how it ended, the stop order in
+// force with its absolute times, whether its ladder has begun and which
+// steps fired, its resource use, progress and the bytes of its log
+// shipped — and the acknowledged IDs, cached windows, drain timing and
+// GPU faults. It is written whole to a temporary file that is then renamed, when a job is
 // admitted, started, signalled or ended and after each loop round that
 // changed anything, so an agent killed at any moment (kill -9 included)
 // finds a consistent state. Run's return stops nothing: jobs outlive the
 // agent by design. A restarted agent adopts each job whose process group
-// is still alive (run.Adopt) — its exit status is then unknown, reported
-// as -1 with an Error saying the agent was restarted — and resumes its
-// ladder with the persisted times, skipping the steps that already fired:
-// no fresh grace. A job whose group is gone is reported exited, status
-// unknown.
+// or cgroup is still alive (run.Adopt) — its exit status is then unknown,
+// reported as -1 with an Error saying the agent was restarted — and
+// resumes its ladder with the persisted times, skipping the steps that
+// already fired: no fresh grace. A job whose group and cgroup are gone is
+// reported exited, status unknown.
 //
 // # Logs and progress
 //
@@ -141,9 +146,65 @@
 // its owner under a root agent cannot create files in the directory, so it
 // rewrites or appends to its file rather than renaming a new one over it.
 //
+// # Cgroups
+//
+// A process that leaves its job's process group (setsid, a double fork)
+// would escape a stop; a cgroup per job closes that gap, and counts the
+// CPU time and memory of all of the job's processes. Config.CgroupRoot is
+// the cgroup v2 directory the jobs' cgroups go under, <root>/<node>/j<ID>; ""
+// turns cgroups off. New makes the root if missing (its deepest existing
+// ancestor must be a cgroup v2 directory), enables the memory and cpu
+// controllers down to it where the kernel allows (memory.peak needs
+// memory; membership, cgroup.kill and cpu.stat need none), checks that it
+// can make a cgroup there, and logs once which it is: cgroups under the
+// root (and whether they get memory.peak), or process groups only, with
+// the reason. A job whose own cgroup cannot be made still runs, in its
+// process group only: the first such job is a warning, later ones debug
+// lines. Each job's record keeps its cgroup path, so that a restarted
+// agent adopts the job by it, even one whose first process is gone.
+//
+// DefaultCgroupRoot picks the root for cmd/gpucal. cgroup v2 lets a cgroup
+// that holds processes hand no controller down to its children ("no
+// internal processes"), and the agent must hold none of its own in the
+// cgroup above its jobs if they are to get memory.peak. It reads the
+// cgroup v2 mount from /proc/self/mountinfo (/sys/fs/cgroup, or
+// /sys/fs/cgroup/unified on a hybrid system) and the agent's own cgroup
+// from /proc/self/cgroup (0::/path), then takes the first of these it can
+// prepare:
+//
+//  1. <delegated>/jobs, where <delegated> is the cgroup systemd delegated
+//     to the agent's unit (Delegate=yes; systemd ≥ 251 marks it with the
+//     trusted.delegate extended attribute, a user manager with
+//     user.delegate): the agent's own cgroup, or its parent when the
+//     agent's own is an unmarked leaf below it. With DelegateSubgroup=agent
+//     (systemd ≥ 254) the agent runs in <unit>/agent, the unit's cgroup
+//     holds no process, and the jobs get controllers; with Delegate=yes
+//     alone the agent shares the unit's cgroup, and the jobs get
+//     membership, cgroup.kill and cpu.stat but no memory.peak. An agent
+//     that is not root and may write its own cgroup takes that as
+//     delegated.
+//  2. <mount>/gpucal, at the top of the hierarchy: for a root agent that
+//     nothing delegated to (no systemd, a container, an older systemd).
+//     It is outside every systemd unit, so a stopped or restarted agent's
+//     unit leaves the jobs alone whatever its KillMode.
+//
+// It returns "" when it can prepare neither; the jobs then get process
+// groups only. The unit keeps KillMode=process either way, so that the
+// jobs, in the unit's cgroup under (1), outlive an agent restart.
+//
+// # Foreign processes
+//
+// A process no job started, on a GPU an open window holds, run by someone
+// other than the window's owner, is reported (the server tells both). With
+// the server's policy on (DesiredState.KillForeign, cached like the
+// windows) the agent also stops it: SIGTERM at the first round inside the
+// window, SIGKILL Timing.Term later. A process whose owner cannot be told,
+// PID 1 and the agent itself are never signalled (foreign.go).
+//
 // # Metrics
 //
 // With Config.Registerer: gpucal_agent_heartbeat_seconds (round trips),
 // gpucal_agent_heartbeat_failures_total, gpucal_agent_drains_total{result}
-// (clean, late, failed) and gpucal_agent_jobs{state}.
+// (clean, late, failed), gpucal_agent_jobs{state} and
+// gpucal_agent_foreign_signals_total{signal}.
 package agent

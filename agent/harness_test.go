@@ -32,6 +32,8 @@ type testGPUs struct {
 	procs   map[string][]int // by UUID
 	sticky  map[string]bool  // GPUs whose processes ignore Busy(…, false): they outlive their jobs
 	err     error
+	// foreign are processes on each GPU that no job started, with owners.
+	foreign map[string][]gpu.Process
 }
 
 func newTestGPUs(uuids ...string) *testGPUs {
@@ -58,6 +60,11 @@ func (g *testGPUs) Read(ctx context.Context) ([]gpu.Device, error) {
 		for _, pid := range g.procs[d.UUID] {
 			d.Processes = append(d.Processes, gpu.Process{PID: pid, UsedMiB: 30000, UsedKnown: true})
 			d.GPUUtil, d.MemoryUsedMiB, d.MemoryFreeMiB = 95, d.MemoryUsedMiB+30000, d.MemoryFreeMiB-30000
+		}
+		for _, p := range g.foreign[d.UUID] {
+			if syscall.Kill(p.PID, 0) == nil { // NVML lists live processes only
+				d.Processes = append(d.Processes, p)
+			}
 		}
 	}
 	return out, nil
@@ -164,6 +171,8 @@ type harness struct {
 	reg     *prometheus.Registry // the running agent's metrics
 	stopRun func()
 	pids    map[int]bool // jobs seen, killed at cleanup
+	// cgroupRoot is the agents' Config.CgroupRoot; "" for none.
+	cgroupRoot string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -192,6 +201,7 @@ func (h *harness) start(tweaks ...func(*Agent)) *Agent {
 		Name: node, Version: "test", Conn: h.conn, Sampler: h.sampler,
 		StateDir: h.dir, Interval: 30 * time.Millisecond, Server: "https://gpucal.example.org",
 		Logger: testLogger(h.t), Registerer: h.reg, Busy: h.gpus.Busy,
+		CgroupRoot: h.cgroupRoot,
 	})
 	if err != nil {
 		h.t.Fatalf("New: %v", err)

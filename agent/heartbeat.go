@@ -3,6 +3,7 @@ package agent
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpucal/gpucal/agent/gpu"
@@ -14,15 +15,17 @@ import (
 // server has not acknowledged. On the way it counts the sample into the
 // running jobs' GPU use, and reads their processes' CPU time and memory.
 func (a *Agent) heartbeat() core.Heartbeat {
-	groups := groupUse() // before the lock: it reads all of /proc
+	groups := groupUse()     // before the lock: it reads all of /proc
+	usage := a.cgroupUsage() // and the running jobs' cgroups
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	// The sample is taken under the lock, so that a job reported exited
 	// comes with a sample read after its GPUs were checked (finish).
 	sample := a.sampler.Latest()
 	owners := a.ownersLocked(sample.Devices, groups)
-	a.accountLocked(sample, groups, owners)
+	a.accountLocked(sample, groups, usage, owners)
 	a.clearFaultsLocked(sample)
+	a.stopForeignLocked(sample, owners)
 
 	hb := core.Heartbeat{Node: a.name, Agent: a.version, Latency: a.latency, GPUs: []core.GPUReport{}, Jobs: []core.JobReport{}}
 	if sample.Err != nil {
@@ -80,11 +83,32 @@ func groupUse() groups {
 	return g
 }
 
+// cgroupUsage reads the cgroups of the running jobs that have one, by
+// job ID.
+func (a *Agent) cgroupUsage() map[int64]run.Usage {
+	a.mu.Lock()
+	procs := map[int64]*run.Process{}
+	for id, j := range a.jobs {
+		if j.rec.Phase == phaseRunning && j.proc != nil && j.rec.Cgroup != "" {
+			procs[id] = j.proc
+		}
+	}
+	a.mu.Unlock()
+	usage := make(map[int64]run.Usage, len(procs))
+	for id, p := range procs {
+		if u, ok := p.Usage(); ok {
+			usage[id] = u
+		}
+	}
+	return usage
+}
+
 // ownersLocked tells which job each GPU process belongs to: the job whose
-// first process it is, whose process group it is in, or which it was seen
-// as before (a process may outlive its group on a GPU). a.mu is held.
+// first process it is, whose process group it is in, whose cgroup it is
+// in (a process that left the group), or which it was seen as before (a
+// process may outlive its group on a GPU). a.mu is held.
 func (a *Agent) ownersLocked(devices []gpu.Device, g groups) map[int]int64 {
-	leaders, seen := map[int]int64{}, map[int]int64{}
+	leaders, seen, cgroups := map[int]int64{}, map[int]int64{}, map[string]int64{}
 	for id, j := range a.jobs {
 		if j.rec.Phase != phaseRunning && j.rec.Phase != phaseChecking {
 			continue
@@ -92,6 +116,10 @@ func (a *Agent) ownersLocked(devices []gpu.Device, g groups) map[int]int64 {
 		leaders[j.rec.PID] = id
 		for _, p := range j.rec.GPUPIDs {
 			seen[p] = id
+		}
+		// /proc/PID/cgroup names a cgroup by its path below the mount.
+		if rel, ok := strings.CutPrefix(j.rec.Cgroup, a.cgroupMount); ok && j.rec.Cgroup != "" && a.cgroupMount != "" {
+			cgroups[rel] = id
 		}
 	}
 	owners := map[int]int64{}
@@ -101,6 +129,8 @@ func (a *Agent) ownersLocked(devices []gpu.Device, g groups) map[int]int64 {
 				owners[p.PID] = id
 			} else if pgid, ok := g.pgid[p.PID]; ok && leaders[pgid] != 0 {
 				owners[p.PID] = leaders[pgid]
+			} else if id, ok := cgroupOwner(cgroups, p.PID); ok {
+				owners[p.PID] = id
 			} else if id, ok := seen[p.PID]; ok {
 				owners[p.PID] = id
 			}
@@ -109,10 +139,25 @@ func (a *Agent) ownersLocked(devices []gpu.Device, g groups) map[int]int64 {
 	return owners
 }
 
+// cgroupOwner finds the job whose cgroup process pid is in, among
+// cgroups (job by path below the mount).
+func cgroupOwner(cgroups map[string]int64, pid int) (int64, bool) {
+	if len(cgroups) == 0 {
+		return 0, false
+	}
+	path, err := run.CgroupOf(pid)
+	if err != nil {
+		return 0, false
+	}
+	id, ok := cgroups[path]
+	return id, ok
+}
+
 // accountLocked adds what the running jobs use: CPU time and memory from
-// /proc at every heartbeat, GPU utilisation and memory once per sample,
-// and the GPU processes seen as theirs. a.mu is held.
-func (a *Agent) accountLocked(s gpu.Sample, g groups, owners map[int]int64) {
+// /proc and from the jobs' cgroups (usage, by job) at every heartbeat,
+// GPU utilisation and memory once per sample, and the GPU processes seen
+// as theirs. a.mu is held.
+func (a *Agent) accountLocked(s gpu.Sample, g groups, usage map[int64]run.Usage, owners map[int]int64) {
 	fresh := s.Err == nil && !s.At.IsZero() && !s.At.Equal(a.sampleAt)
 	if fresh {
 		a.sampleAt = s.At
@@ -125,6 +170,10 @@ func (a *Agent) accountLocked(s gpu.Sample, g groups, owners map[int]int64) {
 		if t, ok := g.use[r.PID]; ok {
 			r.CPUSeconds = max(r.CPUSeconds, t.cpu.Seconds())
 			r.MaxRSS = max(r.MaxRSS, t.rss)
+		}
+		if u, ok := usage[id]; ok { // every process of the job, waited for or not
+			r.CPUSeconds = max(r.CPUSeconds, u.CPU().Seconds())
+			r.MaxRSS = max(r.MaxRSS, u.MemoryPeak)
 		}
 		for pid, owner := range owners {
 			if owner == id && !slices.Contains(r.GPUPIDs, pid) && len(r.GPUPIDs) < maxGPUPIDs {

@@ -13,6 +13,7 @@ type metrics struct {
 	failures  prometheus.Counter
 	drains    *prometheus.CounterVec
 	jobs      *prometheus.GaugeVec
+	foreign   *prometheus.CounterVec
 }
 
 // The results of a drain, for gpucal_agent_drains_total.
@@ -46,6 +47,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "gpucal_agent_jobs",
 			Help: "Jobs the agent reports, by state, as of the last heartbeat.",
 		}, []string{"state"}),
+		foreign: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpucal_agent_foreign_signals_total",
+			Help: "Signals sent to processes gpucal did not start on reserved GPUs, by signal (only with the server's --kill-foreign-processes).",
+		}, []string{"signal"}),
 	}
 	for _, r := range []string{drainClean, drainLate, drainFailed} {
 		m.drains.WithLabelValues(r)
@@ -56,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.heartbeat, m.failures, m.drains, m.jobs} {
+	for _, c := range []prometheus.Collector{m.heartbeat, m.failures, m.drains, m.jobs, m.foreign} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the agent's metrics: %w", err)
 		}

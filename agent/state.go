@@ -47,6 +47,7 @@ type record struct {
 	Phase      phase         `json:"phase"`
 	PID        int           `json:"pid,omitempty"`
 	StartTicks uint64        `json:"start_ticks,omitempty"` // tells the PID from a reused one
+	Cgroup     string        `json:"cgroup,omitempty"`      // its cgroup directory; "" when it has none
 	StartedAt  time.Time     `json:"started_at,omitzero"`
 	EndedAt    time.Time     `json:"ended_at,omitzero"`
 	ExitCode   int           `json:"exit_code"`
@@ -98,6 +99,9 @@ type savedState struct {
 	Windows []core.Window    `json:"windows,omitempty"`
 	Timing  core.DrainTiming `json:"timing"`
 	Faults  map[string]fault `json:"faults,omitempty"` // by GPU UUID
+	// KillForeign is the server's policy on processes gpucal did not
+	// start in an open window (core.DesiredState.KillForeign).
+	KillForeign bool `json:"kill_foreign,omitempty"`
 }
 
 // loadState reads the state file in dir; a missing file is a fresh agent.
@@ -160,6 +164,8 @@ func (a *Agent) encodeStateLocked() ([]byte, error) {
 		Windows: a.windows,
 		Timing:  a.timing,
 		Faults:  a.faults,
+
+		KillForeign: a.killForeign,
 	}
 	for _, id := range a.jobIDsLocked() {
 		st.Jobs = append(st.Jobs, a.jobs[id].rec)

@@ -157,6 +157,10 @@ func (a *Agent) finish(ctx context.Context, j *job, rep run.StopReport, drain *c
 	}
 	r.CPUSeconds = max(r.CPUSeconds, (res.UserTime + res.SystemTime).Seconds())
 	r.MaxRSS = max(r.MaxRSS, res.MaxRSS)
+	if u, ok := j.proc.Usage(); ok { // the cgroup's last count, every process of the job
+		r.CPUSeconds = max(r.CPUSeconds, u.CPU().Seconds())
+		r.MaxRSS = max(r.MaxRSS, u.MemoryPeak)
+	}
 	if drain != nil {
 		m := rep.Margin
 		r.Margin = &m
@@ -173,6 +177,9 @@ func (a *Agent) finish(ctx context.Context, j *job, rep run.StopReport, drain *c
 	}
 	killed := slices.ContainsFunc(rep.Sent, func(s run.SentSignal) bool { return s.Signal == syscall.SIGKILL })
 	log := a.log.With("job", core.JobName(id))
+	if rep.CgroupErr != nil {
+		log.Warn("the job is gone but its cgroup is left behind", "error", rep.CgroupErr)
+	}
 	for uuid, p := range left {
 		log.Error("a process of the job is still on its GPU; reporting the GPU faulty", "gpu", uuid, "pid", p)
 	}
@@ -266,7 +273,7 @@ func (a *Agent) resume(ctx context.Context) {
 		case phaseChecking:
 			r.Phase = phaseExited
 		case phaseRunning:
-			p, err := run.Adopt(run.Orphan{PID: r.PID, StartTicks: r.StartTicks, LogPath: a.logPath(id), OnProgress: a.onProgress(id)})
+			p, err := run.Adopt(run.Orphan{PID: r.PID, StartTicks: r.StartTicks, Cgroup: r.Cgroup, LogPath: a.logPath(id), OnProgress: a.onProgress(id)})
 			if err != nil {
 				r.Phase, r.EndedAt, r.ExitCode = phaseExited, a.now().UTC(), -1
 				r.Error = "the job ended while the agent was not running, so its exit status is unknown"
@@ -279,8 +286,9 @@ func (a *Agent) resume(ctx context.Context) {
 				continue
 			}
 			j.proc = p
+			r.Cgroup = p.Cgroup() // "" if it went meanwhile
 			live = append(live, j)
-			a.log.Info("took over a running job", "job", core.JobName(id), "pid", r.PID, "draining", r.Begun)
+			a.log.Info("took over a running job", "job", core.JobName(id), "pid", r.PID, "cgroup", r.Cgroup, "draining", r.Begun)
 		default:
 			continue
 		}

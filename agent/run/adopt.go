@@ -22,32 +22,45 @@ type Orphan struct {
 	// progress from where it is now, as Start does.
 	LogPath    string
 	OnProgress func(progress.Report)
+	// Cgroup is the job's cgroup directory, Process.Cgroup as the earlier
+	// agent had it; "" for a job without one.
+	Cgroup string
 }
 
 // Adopt takes over a job an earlier agent started: it returns a Process
-// that Stop can take down its ladder like one Start returned. The agent
-// is not its parent, so its exit status is lost: Wait polls /proc until the
-// first process is gone (or a zombie, left to whoever reaps it now) and
-// returns ExitCode -1, no Signal, no resource use and a zero Started.
+// that Stop can take down its ladder like one Start returned, cgroup
+// included. The agent is not its parent, so its exit status is lost: Wait
+// polls /proc until the first process is gone (or a zombie, left to
+// whoever reaps it now) and returns ExitCode -1, no Signal and a zero
+// Started; its resource use is the cgroup's at that moment, none without
+// a cgroup.
 //
 // The first process counts as the job's only while its PID still has
 // o.StartTicks: a process with the same PID and another start time is one
 // the kernel gave the PID to later, which it can do only once the job's
-// whole group is gone. If neither the first process nor any other process
-// of its group is alive, Adopt returns ErrGone.
+// whole group is gone; the group is then not signalled, and only the
+// cgroup may hold what is left of the job. If neither the first process
+// nor any other process of its group or its cgroup is alive, Adopt
+// removes the cgroup and returns ErrGone.
 func Adopt(o Orphan) (*Process, error) {
 	st, err := ReadStat(o.PID)
-	switch {
-	case err != nil && !errors.Is(err, os.ErrNotExist):
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("reading process %d: %w", o.PID, err)
-	case err == nil && st.StartTicks != o.StartTicks:
-		return nil, ErrGone // the PID was reused, so the group is long gone
 	}
-	leader := err == nil && st.Live()
-	if !leader && !liveInGroup(o.PID) {
+	reused := err == nil && st.StartTicks != o.StartTicks
+	leader := err == nil && !reused && st.Live()
+	groupEmpty := reused || (!leader && !liveInGroup(o.PID))
+	cgroup := o.Cgroup
+	if cgroup != "" && !IsCgroup(cgroup) {
+		cgroup = "" // gone, or never one
+	}
+	if groupEmpty && (cgroup == "" || cgroupEmpty(cgroup)) {
+		if cgroup != "" {
+			_ = removeCgroup(cgroup) // best effort: the agent reports the job ended either way
+		}
 		return nil, ErrGone
 	}
-	p := &Process{pid: o.PID, startTicks: o.StartTicks, done: make(chan struct{})}
+	p := &Process{pid: o.PID, startTicks: o.StartTicks, cgroup: cgroup, groupEmpty: groupEmpty, done: make(chan struct{})}
 	f := &follower{parser: progress.NewParser(o.OnProgress), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if o.LogPath != "" && o.OnProgress != nil {
 		if r, err := os.Open(o.LogPath); err == nil {
@@ -66,7 +79,7 @@ func Adopt(o Orphan) (*Process, error) {
 
 // poll waits until the adopted job's first process is gone, then lets the
 // follower read the last of the log and publishes a Result that says
-// nothing but when.
+// when, and what the cgroup counted.
 func (p *Process) poll(alive bool, f *follower) {
 	if alive {
 		t := time.NewTicker(pollEvery)
@@ -80,6 +93,6 @@ func (p *Process) poll(alive bool, f *follower) {
 	}
 	close(f.stop)
 	<-f.stopped
-	p.result = Result{ExitCode: -1, Ended: time.Now().UTC()}
+	p.result = p.withCgroupUsage(Result{ExitCode: -1, Ended: time.Now().UTC()})
 	close(p.done)
 }

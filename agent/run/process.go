@@ -48,6 +48,13 @@ type Spec struct {
 	// OnProgress, if not nil, is called with each report read from the
 	// job's output, from one goroutine at a time. It must not block long.
 	OnProgress func(progress.Report)
+	// Cgroup, when not "", is a cgroup v2 directory to create (0755) for
+	// the job, e.g. /sys/fs/cgroup/gpucal/jobs/j42: the job starts inside
+	// it, Stop kills all of it and removes it once empty, and the job's
+	// resource use is the cgroup's. Its parent must be a cgroup v2
+	// directory the agent may write. A job whose cgroup cannot be made
+	// runs without one; Process.CgroupErr says why.
+	Cgroup string
 }
 
 // Result is how a job's process ended.
@@ -60,7 +67,10 @@ type Result struct {
 	// saw it end.
 	Started, Ended time.Time
 	// UserTime, SystemTime and MaxRSS (bytes) are the process's resource
-	// use, and that of the descendants it waited for.
+	// use, and that of the descendants it waited for. For a job in a
+	// cgroup, they are what the cgroup counted when the first process
+	// ended (Usage): CPU time of every process of the job so far, waited
+	// for or not, and memory.peak as MaxRSS where the cgroup has it.
 	UserTime, SystemTime time.Duration
 	MaxRSS               int64
 }
@@ -71,7 +81,20 @@ type Process struct {
 	startTicks uint64        // when it started, from /proc (Stat.StartTicks)
 	done       chan struct{} // closed when result is set
 	result     Result
-	stopMu     sync.Mutex // one Stop at a time
+	// cgroup is the job's cgroup directory, "" when it has none;
+	// cgroupErr says why a job given one has none.
+	cgroup    string
+	cgroupErr error
+
+	stopMu sync.Mutex // one Stop at a time; guards the fields below
+	// groupEmpty: the process group was seen without a live process, so
+	// its ID may be given to another group one day and is signalled no
+	// more. Only the cgroup may still hold processes of the job.
+	groupEmpty    bool
+	cgroupRemoved bool
+
+	usageMu sync.Mutex
+	usage   Usage // the cgroup's last reading
 }
 
 // Start starts the job s describes, in a process group of its own, with its
@@ -128,23 +151,26 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 		return nil, fmt.Errorf("reading the job's log: %w", err)
 	}
 
-	cmd := &exec.Cmd{
-		Path:   path,
-		Args:   s.Command,
-		Env:    env,
-		Dir:    s.WorkDir,
-		Stdout: logw, // an *os.File is handed to the job as it is: no pipe for
-		Stderr: logw, // the agent to keep open, so the job survives the agent
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:    true,
-			Credential: acct.cred,
-		},
+	newCmd := func() *exec.Cmd {
+		return &exec.Cmd{
+			Path:   path,
+			Args:   s.Command,
+			Env:    env,
+			Dir:    s.WorkDir,
+			Stdout: logw, // an *os.File is handed to the job as it is: no pipe for
+			Stderr: logw, // the agent to keep open, so the job survives the agent
+			SysProcAttr: &syscall.SysProcAttr{
+				Setpgid:    true,
+				Credential: acct.cred,
+			},
+		}
 	}
-	if err := cmd.Start(); err != nil {
+	cmd, cgroup, cgroupErr, err := startCmd(newCmd, s.Cgroup)
+	if err != nil {
 		logr.Close()
 		return nil, fmt.Errorf("starting the job: %w", err)
 	}
-	p := &Process{pid: cmd.Process.Pid, done: make(chan struct{})}
+	p := &Process{pid: cmd.Process.Pid, cgroup: cgroup, cgroupErr: cgroupErr, done: make(chan struct{})}
 	// Nobody has reaped the child yet (p.wait does, below), so its stat is
 	// there, if only as a zombie's.
 	if st, err := ReadStat(p.pid); err == nil {
@@ -154,6 +180,47 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 	go f.run()
 	go p.wait(cmd, time.Now().UTC(), f)
 	return p, nil
+}
+
+// startCmd starts the command newCmd makes, in the cgroup dir when dir is
+// not "": inside it from the start (clone3 with CLONE_INTO_CGROUP, so
+// that nothing it forks is ever outside), or, where the kernel cannot do
+// that, moved there right after it started. It returns the cgroup the job
+// is in; "", with the reason in cgroupErr, when it could not be put in
+// one: the job runs all the same. err is the start's own failure.
+func startCmd(newCmd func() *exec.Cmd, dir string) (cmd *exec.Cmd, cgroup string, cgroupErr, err error) {
+	cmd = newCmd()
+	if dir == "" {
+		return cmd, "", nil, cmd.Start()
+	}
+	cg, cgroupErr := makeCgroup(dir)
+	if cgroupErr != nil {
+		return cmd, "", cgroupErr, cmd.Start()
+	}
+	defer cg.Close() // after the start: the child's clone3 needs it open
+	if cloneIntoCgroup {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(cg.Fd())
+		err = cmd.Start()
+		if err == nil {
+			return cmd, dir, nil, nil
+		}
+		if !cloneUnsupported(err) {
+			_ = removeCgroup(dir)
+			return nil, "", nil, err
+		}
+		cmd = newCmd() // a Cmd starts once; the failed one started nothing
+	}
+	if err := cmd.Start(); err != nil {
+		_ = removeCgroup(dir)
+		return nil, "", nil, err
+	}
+	// Until this write, what the job forks stays outside: a moment, on
+	// kernels older than 5.7 only.
+	if err := joinCgroup(dir, cmd.Process.Pid); err != nil {
+		_ = removeCgroup(dir)
+		return cmd, "", err, nil
+	}
+	return cmd, dir, nil, nil
 }
 
 // createProgressFile creates the job's progress file at path, empty, 0600,
@@ -191,6 +258,36 @@ func (p *Process) PID() int { return p.pid }
 // writes it down with the PID, to Adopt the job after a restart.
 func (p *Process) StartTicks() uint64 { return p.startTicks }
 
+// Cgroup is the job's cgroup directory, "" when it runs without one.
+func (p *Process) Cgroup() string { return p.cgroup }
+
+// CgroupErr says why a job given Spec.Cgroup runs without a cgroup (the
+// parent is not a cgroup v2 directory, the agent may not write there, …);
+// nil when it has its cgroup or was given none. The job runs all the
+// same, in its process group only.
+func (p *Process) CgroupErr() error { return p.cgroupErr }
+
+// Usage returns the job's resource use as its cgroup counts it: read now
+// while the cgroup is there, the last reading once Stop has removed it.
+// ok is false for a job without a cgroup.
+func (p *Process) Usage() (u Usage, ok bool) {
+	if p.cgroup == "" {
+		return Usage{}, false
+	}
+	p.usageMu.Lock()
+	defer p.usageMu.Unlock()
+	if now, err := readUsage(p.cgroup); err == nil {
+		// The cgroup's counters only grow; max keeps a cgroup made later
+		// under the same name, once ours is removed, from lowering them.
+		p.usage = Usage{
+			UserTime:   max(p.usage.UserTime, now.UserTime),
+			SystemTime: max(p.usage.SystemTime, now.SystemTime),
+			MemoryPeak: max(p.usage.MemoryPeak, now.MemoryPeak),
+		}
+	}
+	return p.usage, true
+}
+
 // Done is closed when the job's first process has ended and Wait returns
 // at once.
 func (p *Process) Done() <-chan struct{} { return p.done }
@@ -198,7 +295,8 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Wait waits for the job's first process to end and returns how it ended,
 // once its output has been read for progress. It may be called any number
 // of times, from any goroutine; each call returns the same Result.
-// Processes the job left behind in its group are Stop's business.
+// Processes the job left behind, in its group or its cgroup, are Stop's
+// business.
 func (p *Process) Wait() Result {
 	<-p.done
 	return p.result
@@ -223,10 +321,27 @@ func (p *Process) wait(cmd *exec.Cmd, started time.Time, f *follower) {
 			r.MaxRSS = ru.Maxrss * 1024 // Linux counts KiB
 		}
 	}
+	r = p.withCgroupUsage(r)
 	close(f.stop)
 	<-f.stopped
 	p.result = r
 	close(p.done)
+}
+
+// withCgroupUsage puts the cgroup's count of the job's resource use in
+// r, for a job that has a cgroup.
+func (p *Process) withCgroupUsage(r Result) Result {
+	u, ok := p.Usage()
+	if !ok {
+		return r
+	}
+	// Every process the job waited for was in the cgroup too; max covers
+	// the moment a job moved into it after its start spent outside.
+	r.UserTime, r.SystemTime = max(r.UserTime, u.UserTime), max(r.SystemTime, u.SystemTime)
+	if u.MemoryPeak > 0 {
+		r.MaxRSS = u.MemoryPeak
+	}
+	return r
 }
 
 // follower reads what the job appends to its log into a progress.Parser.
