@@ -120,6 +120,13 @@ type DesiredState struct {
 	Ack []int64 `json:"ack,omitempty"`
 	// Timing is the drain ladder the agent applies to cached windows.
 	Timing DrainTiming `json:"timing"`
+	// KillForeign asks the agent to stop, at each window's start, the
+	// processes gpucal did not start that sit on the window's GPUs and do
+	// not belong to the window's owner: SIGTERM, then SIGKILL Timing.Term
+	// later. An admin policy, off by default (the server's
+	// --kill-foreign-processes); without it such processes are reported
+	// only.
+	KillForeign bool `json:"kill_foreign,omitempty"`
 }
 
 // JobOrder is one job to run on the node: its part of the job, for a gang

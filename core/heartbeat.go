@@ -280,7 +280,8 @@ func finishedEvent(j Job, now time.Time, how string) Event {
 // desired is the node's desired state, with the warnings it implies.
 func (h *heartbeatTx) desired(ctx context.Context) (DesiredState, error) {
 	pol := h.s.nodes
-	out := DesiredState{Node: h.node.Name, Interval: pol.Interval, Timing: pol.Drain, Run: []JobOrder{}, Stop: []StopOrder{}, Windows: []Window{}}
+	out := DesiredState{Node: h.node.Name, Interval: pol.Interval, Timing: pol.Drain, KillForeign: pol.KillForeign,
+		Run: []JobOrder{}, Stop: []StopOrder{}, Windows: []Window{}}
 	for _, r := range h.hb.Jobs {
 		if r.State == RunRefused || r.State == RunExited && r.LogDone {
 			out.Ack = append(out.Ack, r.Job)

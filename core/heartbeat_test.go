@@ -415,8 +415,15 @@ func TestForeignProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.hb.GPUs[0].Processes = []core.ProcessReport{{PID: 100, User: "bob", UsedMiB: 2000}, {PID: 101, User: "alice", UsedMiB: 500}}
-	a.beat(t)
-	a.beat(t)
+	if ds := a.beat(t); ds.KillForeign {
+		t.Error("the agent is told to kill foreign processes by default")
+	}
+	pol := core.DefaultNodePolicy
+	pol.KillForeign = true
+	strict := core.NewService(a.Store, core.WithClock(a.Clock.Now), core.WithNodePolicy(pol))
+	if ds, err := strict.Heartbeat(ctx, "n1", a.hb); err != nil || !ds.KillForeign {
+		t.Errorf("with the policy on: kill_foreign %t, %v", ds.KillForeign, err)
+	}
 	evs := a.events(t, core.EventForeignProcess)
 	if len(evs) != 2 {
 		t.Fatalf("foreign_process events %+v, want one to alice and one to bob", evs)

@@ -24,6 +24,9 @@ type NodePolicy struct {
 	// MaxLog is how many bytes of each job's log the server keeps; the
 	// rest is counted, not kept (the node keeps the whole file).
 	MaxLog int64
+	// KillForeign: agents stop processes gpucal did not start on GPUs a
+	// window holds, at the window's start (DesiredState.KillForeign).
+	KillForeign bool
 }
 
 // DefaultNodePolicy is what a site gets unless it configures otherwise.

@@ -35,7 +35,8 @@ type agentConfig struct {
 	server      string // the gpucal server's URL; "" runs metrics only
 	joinToken   string
 	stateDir    string
-	runAsSelf   bool // run every job as the agent's user, whoever owns it
+	runAsSelf   bool   // run every job as the agent's user, whoever owns it
+	cgroupRoot  string // "auto", "off" or the parent cgroup v2 directory of the jobs' cgroups
 }
 
 // runAgent runs the node agent (DESIGN §3, docs/agent.md): it reads the
@@ -54,6 +55,7 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&cfg.interval, "interval", gpu.DefaultSampleInterval, "how often the GPUs are read")
 	fs.StringVar(&cfg.name, "name", "", "this node's name (default: the host name)")
 	fs.Uint64Var(&cfg.seed, "seed", 0, "with --fake-gpus: seed of the simulated GPUs' UUIDs and readings (default: from the node's name)")
+	fs.StringVar(&cfg.cgroupRoot, "cgroup-root", envOr(e, "GPUCAL_CGROUP_ROOT", "auto"), "where each job gets a cgroup v2 of its own: auto (the cgroup systemd delegated, else /sys/fs/cgroup/gpucal for root), off, or a directory (GPUCAL_CGROUP_ROOT)")
 	fs.BoolVar(&cfg.runAsSelf, "run-as-self", false, "run every job as the agent's own user instead of its owner (an agent that is not root must)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: gpucal agent --server URL --join-token TOKEN [--name NODE] [--metrics-addr :9400] [--fake-gpus 8xH100]\n\n"+
@@ -115,7 +117,7 @@ func nodeAgent(ctx context.Context, cfg agentConfig, log *slog.Logger, out io.Wr
 			return err
 		}
 		acfg := agent.Config{Name: cfg.name, Version: version, Conn: conn, Sampler: sampler, StateDir: cfg.stateDir,
-			Server: cfg.server, Logger: log, Registerer: reg, RunAsSelf: cfg.runAsSelf}
+			Server: cfg.server, Logger: log, Registerer: reg, RunAsSelf: cfg.runAsSelf, CgroupRoot: cgroupRoot(cfg.cgroupRoot)}
 		if fake != nil {
 			acfg.Busy = fakeBusy(fake, first.Devices)
 		}
@@ -319,4 +321,15 @@ func cgoHint(err error) error {
 		return fmt.Errorf("%w; `make build` makes one", err)
 	}
 	return err
+}
+
+// cgroupRoot reads --cgroup-root.
+func cgroupRoot(flag string) string {
+	switch flag {
+	case "", "off":
+		return ""
+	case "auto":
+		return agent.DefaultCgroupRoot()
+	}
+	return flag
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpucal/gpucal/agent"
 	agentrun "github.com/gpucal/gpucal/agent/run"
 	"github.com/gpucal/gpucal/core"
 	"github.com/gpucal/gpucal/store/storetest"
@@ -197,10 +198,21 @@ func drainScenario(t *testing.T, mode string) {
 	s := startServer(t, db, flags...)
 	admin := s.client("t0")
 	stateDir := t.TempDir()
-	ag := startAgentProc(t, s.url, "n1", stateDir, joinTokenFor(t, s))
-	waitFor(t, 60*time.Second, "n1 to join", func() bool { return nodeState(t, admin, "n1") == "ready" })
+	// Each scenario its own node name: the agents share this host's cgroup
+	// root, under which each node gets a cgroup of its own.
+	name := map[string]string{"plain": "drain-plain", "agent restarted mid-drain": "drain-restart", "server unreachable": "drain-cutoff"}[mode]
+	ag := startAgentProc(t, s.url, name, stateDir, joinTokenFor(t, s))
+	waitFor(t, 60*time.Second, name+" to join", func() bool { return nodeState(t, admin, name) == "ready" })
 
-	j, err := admin.Submit(ctx, web.SubmitRequest{GPUs: 2, Model: "h100", Name: "stubborn", Preemptible: true, Command: stubborn}, "")
+	// Where the agent can give jobs cgroups (root, cgroup v2), the job also
+	// leaves a child outside its process group, which only the cgroup
+	// catches.
+	command := stubborn
+	withCgroup := agent.DefaultCgroupRoot() != ""
+	if withCgroup {
+		command = []string{"sh", "-c", `setsid sh -c "trap '' TERM; exec sleep 1000" & echo "escaped $!"; ` + stubborn[2]}
+	}
+	j, err := admin.Submit(ctx, web.SubmitRequest{GPUs: 2, Model: "h100", Name: "stubborn", Preemptible: true, Command: command}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,10 +288,21 @@ func drainScenario(t *testing.T, mode string) {
 	reportMargin(t, mode, *run.Margin, observed)
 
 	// The log came along: the job's first line and the checkpoint request.
+	var log string
 	waitFor(t, 10*time.Second, "the whole log", func() bool {
 		p, err := admin.Log(ctx, j.ID, 0, 0)
-		return err == nil && p.Done && strings.Contains(string(p.Data), "started\n") && strings.Contains(string(p.Data), "checkpoint requested")
+		log = string(p.Data)
+		return err == nil && p.Done && strings.Contains(log, "started\n") && strings.Contains(log, "checkpoint requested")
 	})
+	if withCgroup {
+		var escaped int
+		if _, err := fmt.Sscanf(log[strings.Index(log, "escaped "):], "escaped %d", &escaped); err != nil || escaped <= 0 {
+			t.Fatalf("no escaped child in the log %q: %v", log, err)
+		}
+		if st, err := agentrun.ReadStat(escaped); err == nil && st.Live() {
+			t.Errorf("%s: the child that left the job's process group (pid %d) is alive after the drain", mode, escaped)
+		}
+	}
 }
 
 // reportMargin prints the margin between the last process exiting and the

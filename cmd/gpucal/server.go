@@ -45,6 +45,7 @@ func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&c.nodes.Drain.Grace, "drain-grace", c.nodes.Drain.Grace, "a job being stopped gets its checkpoint signal this long before its deadline")
 	fs.DurationVar(&c.nodes.Drain.Term, "drain-term", c.nodes.Drain.Term, "… SIGTERM this long before it")
 	fs.DurationVar(&c.nodes.Drain.Kill, "drain-kill", c.nodes.Drain.Kill, "… and SIGKILL this long before it")
+	fs.BoolVar(&c.nodes.KillForeign, "kill-foreign-processes", false, "agents stop processes gpucal did not start on reserved GPUs when the window opens (default: report them only)")
 }
 
 // replanPeriod reads --replan-every: a duration of at least a second.
