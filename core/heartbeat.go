@@ -101,10 +101,14 @@ func (h *heartbeatTx) updateNode(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		g.Telemetry = Telemetry{At: h.now, Util: r.Util, UsedMiB: r.UsedMiB, TempC: r.TempC, PowerW: r.PowerW}
-		fault := r.Fault
-		if r.XID != 0 {
+		before := g.Telemetry
+		g.Telemetry = Telemetry{At: h.now, Util: r.Util, UsedMiB: r.UsedMiB, TempC: r.TempC, PowerW: r.PowerW, XID: r.XID, AgentFault: r.Fault}
+		fault := ""
+		switch {
+		case r.XID != 0 && r.XID != before.XID:
 			fault = fmt.Sprintf("critical XID %d", r.XID)
+		case r.Fault != "" && r.Fault != before.AgentFault:
+			fault = r.Fault
 		}
 		if fault == "" || g.Fault != "" {
 			continue

@@ -404,6 +404,30 @@ func TestGPUFaults(t *testing.T) {
 	if g := nodes[0].GPUs[0]; g.Telemetry.At.IsZero() {
 		t.Errorf("no telemetry kept: %+v", g)
 	}
+
+	// An admin puts GPU 1 back; the agent repeating XID 79 does not take it
+	// out again, a new XID does.
+	if _, err := a.Service.ClearFault(ctx, a.Actor(t, "alice"), "n1", 1); core.ErrorCode(err) != core.CodeForbidden {
+		t.Errorf("alice clears a fault: %v, want forbidden", err)
+	}
+	if g, err := a.Service.ClearFault(ctx, a.Actor(t, "root"), "n1", 1); err != nil || g.Fault != "" {
+		t.Fatalf("ClearFault = %+v, %v", g, err)
+	}
+	if _, err := a.Service.ClearFault(ctx, a.Actor(t, "root"), "n1", 1); core.ErrorCode(err) != core.CodeInvalid {
+		t.Errorf("clearing a GPU in service: %v, want invalid", err)
+	}
+	if _, err := a.Service.ClearFault(ctx, a.Actor(t, "root"), "n1", 9); core.ErrorCode(err) != core.CodeNotFound {
+		t.Errorf("clearing a GPU that does not exist: %v, want not found", err)
+	}
+	a.beat(t)
+	if nodes, _ := a.Service.Nodes(ctx, core.System); nodes[0].GPUs[1].Fault != "" {
+		t.Errorf("the repeated XID took the cleared GPU out again: %q", nodes[0].GPUs[1].Fault)
+	}
+	a.hb.GPUs[1].XID = 48
+	a.beat(t)
+	if nodes, _ := a.Service.Nodes(ctx, core.System); nodes[0].GPUs[1].Fault != "critical XID 48" {
+		t.Errorf("a new XID: fault %q", nodes[0].GPUs[1].Fault)
+	}
 }
 
 // TestForeignProcesses: a process gpucal did not start on GPUs a window

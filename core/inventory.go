@@ -67,6 +67,12 @@ type Telemetry struct {
 	UsedMiB int64
 	TempC   float64
 	PowerW  float64
+	// What the agent last reported about faults: the critical XID it last
+	// named (0 for none) and the fault it found itself ("" for none). Only
+	// a change takes the GPU out of service, so a fault an admin cleared
+	// stays cleared while the agent repeats it.
+	XID        uint64
+	AgentFault string
 }
 
 // Schedulable reports whether new work may be placed on g.

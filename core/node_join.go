@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -377,4 +378,41 @@ func setRun(runs []NodeRun, r NodeRun) []NodeRun {
 		}
 	}
 	return append(runs, r)
+}
+
+// ClearFault puts GPU index of node back in service (admins only), once
+// the cause of its fault is dealt with: the node rebooted after an XID, a
+// stray process is gone. The agent repeating the fault it already
+// reported does not take the GPU out again; a new one does.
+func (s *Service) ClearFault(ctx context.Context, a Actor, node string, index int) (GPU, error) {
+	if !a.Admin {
+		return GPU{}, Errorf(CodeForbidden, "only admins may put a GPU back in service")
+	}
+	now := s.Now()
+	var out GPU
+	err := s.store.Update(ctx, func(tx Tx) error {
+		n, found, err := nodeNamed(ctx, tx, node)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return Errorf(CodeNotFound, "no node %s", node)
+		}
+		i := slices.IndexFunc(n.GPUs, func(g GPU) bool { return g.Index == index })
+		if i < 0 {
+			return Errorf(CodeNotFound, "node %s has no GPU %d", node, index)
+		}
+		g := &n.GPUs[i]
+		if g.Fault == "" {
+			return Errorf(CodeInvalid, "GPU %s is in service already", g.Label())
+		}
+		was := g.Fault
+		g.Fault = ""
+		if err := tx.UpdateNode(ctx, &n); err != nil {
+			return err
+		}
+		out = *g
+		return tx.Audit(ctx, AuditEntry{At: now, Actor: a.User, Action: "gpu.clear_fault", Object: "gpu/" + g.Label(), Detail: "was: " + was})
+	})
+	return out, err
 }

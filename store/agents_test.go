@@ -32,7 +32,7 @@ func TestUpdateNode(t *testing.T) {
 		n := f.a100
 		n.State, n.LastSeen, n.Agent, n.NVML = core.NodeReady, hours(1).Add(123*time.Millisecond), "v0.4.1", ""
 		n.GPUs = append([]core.GPU(nil), f.a100.GPUs...)
-		n.GPUs[0].Telemetry = core.Telemetry{At: hours(1), Util: 87.5, UsedMiB: 40960, TempC: 71.25, PowerW: 312.5}
+		n.GPUs[0].Telemetry = core.Telemetry{At: hours(1), Util: 87.5, UsedMiB: 40960, TempC: 71.25, PowerW: 312.5, XID: 79, AgentFault: "process 7 outlived SIGKILL of j3"}
 		n.GPUs[1].Fault, n.GPUs[1].State = "XID 79: fallen off the bus", core.GPUDown
 		n.GPUs[2].Name, n.GPUs[2].MemoryMiB = "NVIDIA A100-SXM4-40GB", 40960
 		n.GPUs = append(n.GPUs, core.GPU{Index: 4, Name: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, UUID: "GPU-a100-4"})

@@ -69,6 +69,8 @@ type gpuRow struct {
 	TempC         float64 `bun:"temp_c"`
 	PowerW        float64 `bun:"power_w"`
 	TelemetryAt   stamp   `bun:"telemetry_at,nullzero"`
+	LastXID       int64   `bun:"last_xid"`
+	AgentFault    string  `bun:"agent_fault"`
 }
 
 // gpuRowOf is g, a GPU of node nodeID, as the gpus table stores it.
@@ -76,14 +78,15 @@ func gpuRowOf(nodeID int64, g core.GPU) gpuRow {
 	t := g.Telemetry
 	return gpuRow{ID: g.ID, NodeID: nodeID, Index: g.Index, Name: g.Name, MemoryMiB: g.MemoryMiB, UUID: g.UUID,
 		State: string(g.State), Fault: g.Fault, Util: t.Util, UsedMiB: t.UsedMiB, TempC: t.TempC, PowerW: t.PowerW,
-		TelemetryAt: stamp(t.At)}
+		TelemetryAt: stamp(t.At), LastXID: int64(t.XID), AgentFault: t.AgentFault}
 }
 
 func (r gpuRow) gpu(node string) core.GPU {
 	return core.GPU{
 		ID: r.ID, NodeID: r.NodeID, Node: node, Index: r.Index, Name: r.Name, MemoryMiB: r.MemoryMiB, UUID: r.UUID,
 		State: core.GPUState(r.State), Fault: r.Fault,
-		Telemetry: core.Telemetry{At: r.TelemetryAt.Time(), Util: r.Util, UsedMiB: r.UsedMiB, TempC: r.TempC, PowerW: r.PowerW},
+		Telemetry: core.Telemetry{At: r.TelemetryAt.Time(), Util: r.Util, UsedMiB: r.UsedMiB, TempC: r.TempC, PowerW: r.PowerW,
+			XID: uint64(r.LastXID), AgentFault: r.AgentFault},
 	}
 }
 

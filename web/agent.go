@@ -194,6 +194,30 @@ func (s *Server) handleLog(w http.ResponseWriter, r *http.Request, a core.Actor)
 	w.Write(part.Data)
 }
 
+// handleClearFault puts a GPU back in service (admins):
+// POST /api/v1/nodes/{name}/gpus/{index}/clear-fault.
+func (s *Server) handleClearFault(w http.ResponseWriter, r *http.Request, a core.Actor) {
+	index, err := strconv.Atoi(r.PathValue("index"))
+	if err != nil {
+		s.fail(w, r, badRequest{"the GPU index must be a whole number"})
+		return
+	}
+	g, err := s.svc.ClearFault(r.Context(), a, r.PathValue("name"), index)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.changed()
+	writeJSON(w, http.StatusOK, GPU{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID, Model: g.Model().String(),
+		Name: g.Name, Memory: g.MemoryMiB, State: string(g.State)})
+}
+
+// ClearFault puts GPU index of node back in service (admins).
+func (c *Client) ClearFault(ctx context.Context, node string, index int) (GPU, error) {
+	var out GPU
+	return out, c.do(ctx, http.MethodPost, fmt.Sprintf("/api/v1/nodes/%s/gpus/%d/clear-fault", url.PathEscape(node), index), nil, nil, &out)
+}
+
 // CreateJoinToken asks for a join token (admins).
 func (c *Client) CreateJoinToken(ctx context.Context, ttl time.Duration) (JoinTokenResponse, error) {
 	req := JoinTokenRequest{}

@@ -139,6 +139,26 @@ func TestAgentRoutes(t *testing.T) {
 	if _, err := jobClient.ReportProgress(ctx, j.ID, web.ProgressRequest{Fraction: &half}); func() int { s, _ := apiCode(err); return s }() != http.StatusUnauthorized {
 		t.Errorf("the job token once the job ended: %v, want 401", err)
 	}
+	// A GPU whose agent reports a critical XID is out of service until an
+	// admin puts it back.
+	faulty := core.Heartbeat{Node: "n1"}
+	for i := range 2 {
+		faulty.GPUs = append(faulty.GPUs, core.GPUReport{Index: i, UUID: fmt.Sprintf("GPU-n1-%d", i), Name: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559})
+	}
+	faulty.GPUs[1].XID = 79
+	if _, err := n1.Heartbeat(ctx, faulty); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.alice.ClearFault(ctx, "n1", 1); func() int { s, _ := apiCode(err); return s }() != http.StatusForbidden {
+		t.Errorf("alice clears a fault: %v, want 403", err)
+	}
+	if g, err := f.admin.ClearFault(ctx, "n1", 1); err != nil || g.Index != 1 {
+		t.Errorf("ClearFault = %+v, %v", g, err)
+	}
+	if _, err := f.admin.ClearFault(ctx, "n1", 1); func() int { s, _ := apiCode(err); return s }() != http.StatusUnprocessableEntity {
+		t.Errorf("clearing a GPU in service: %v, want 422", err)
+	}
+
 	nodes, err := f.alice.Nodes(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -97,6 +97,7 @@ func (s *Server) routes() {
 	api("POST /api/v1/tokens", s.handleCreateToken)
 	api("GET /api/v1/audit", s.handleAudit)
 	api("POST /api/v1/nodes/join-tokens", s.handleCreateJoinToken)
+	api("POST /api/v1/nodes/{name}/gpus/{index}/clear-fault", s.handleClearFault)
 	api("GET /api/v1/jobs/{id}/log", s.handleLog)
 	s.agentRoutes()
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

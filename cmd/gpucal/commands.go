@@ -77,8 +77,11 @@ func runNode(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && args[0] == "join-token" {
 		return runJoinToken(ctx, e, args[1:])
 	}
+	if len(args) > 0 && args[0] == "clear-fault" {
+		return runClearFault(ctx, e, args[1:])
+	}
 	if len(args) == 0 || args[0] != "add" {
-		return usagef("usage: gpucal node join-token [--ttl 24h] | gpucal node add NAME --gpus 8 --model \"NVIDIA A100-SXM4-80GB\" [--memory 81920] [--uuids GPU-…,…] | gpucal node add --file node.json")
+		return usagef("usage: gpucal node join-token [--ttl 24h] | gpucal node clear-fault NODE/INDEX | gpucal node add NAME --gpus 8 --model \"NVIDIA A100-SXM4-80GB\" [--memory 81920] [--uuids GPU-…,…] | gpucal node add --file node.json")
 	}
 	var cf clientFlags
 	var count int
@@ -500,5 +503,26 @@ func runJoinToken(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "%s\n\nValid until %s. On each GPU node run:\n  gpucal agent --server %s --join-token %s\n"+
 		"Each agent exchanges it once for a credential of its own; keep it secret until it expires.\n",
 		t.Token, t.ExpiresAt.In(loc).Format("Mon 2 Jan 15:04 MST"), c.BaseURL, t.Token)
+	return nil
+}
+
+// runClearFault puts a GPU back in service (admins): node clear-fault a100-1/3.
+func runClearFault(ctx context.Context, e *env, args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("node clear-fault", e)
+	pos, c, _, err := cf.setup(e, fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	node, idx, ok := strings.Cut(pos[0], "/")
+	index, err := strconv.Atoi(idx)
+	if !ok || err != nil || node == "" {
+		return usagef("name the GPU as NODE/INDEX, like a100-1/3, not %q", pos[0])
+	}
+	g, err := c.ClearFault(ctx, node, index)
+	if err != nil || cf.json {
+		return jsonOr(e, err, cf.json, g)
+	}
+	fmt.Fprintf(e.stdout, "%s/%d (%s) is back in service.\n", g.Node, g.Index, g.UUID)
 	return nil
 }
