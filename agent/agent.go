@@ -58,7 +58,10 @@ type Config struct {
 	// owner: an agent that is not root cannot switch users, and the demo
 	// runs jobs of many users on one machine.
 	RunAsSelf bool
-	Logger    *slog.Logger // discarded when nil
+	// MinUID is the lowest user ID a root agent runs a job as (run.DefaultMinUID
+	// when 0): a job whose owner maps to root or a system account is refused.
+	MinUID int
+	Logger *slog.Logger // discarded when nil
 	// Registerer, when set, gets the gpucal_agent_* metrics.
 	Registerer prometheus.Registerer
 	// Busy, when set, is told when a job's process group starts holding a
@@ -84,6 +87,7 @@ type Agent struct {
 	cgroupWarned     atomic.Bool
 	server           string
 	runAsSelf        bool
+	minUID           int
 	log              *slog.Logger
 	busy             func(uuid string, pid int, busy bool)
 	now              func() time.Time
@@ -174,7 +178,7 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{
 		name: cfg.Name, version: cfg.Version, conn: cfg.Conn, sampler: cfg.Sampler,
 		stateDir: cfg.StateDir, logDir: cfg.LogDir, progressDir: cfg.ProgressDir,
-		server: cfg.Server, runAsSelf: cfg.RunAsSelf,
+		server: cfg.Server, runAsSelf: cfg.RunAsSelf, minUID: cfg.MinUID,
 		log:  cfg.Logger.With("node", cfg.Name),
 		busy: cfg.Busy, now: cfg.Now, metrics: m,
 

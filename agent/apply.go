@@ -125,7 +125,7 @@ func (a *Agent) start(ctx context.Context, j *job) {
 	o := j.rec.Order // set once, before j was shared
 	id := o.Job
 	spec := run.Spec{
-		Command: o.Command, Env: o.Env, WorkDir: o.WorkDir, User: o.User,
+		Command: o.Command, Env: o.Env, WorkDir: o.WorkDir, User: o.User, MinUID: a.minUID,
 		GPUs: o.GPUs, JobID: core.JobName(id), Server: a.server,
 		JobToken:     o.Token,
 		ProgressFile: j.rec.ProgressFile,

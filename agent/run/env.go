@@ -27,15 +27,25 @@ type account struct {
 	cred       *syscall.Credential
 }
 
+// DefaultMinUID is the lowest user ID a root agent runs a job as, unless
+// Spec.MinUID says otherwise: root and the system accounts below it never
+// run jobs (a gpucal user named "root" or "daemon" does not become one).
+const DefaultMinUID = 1000
+
 // resolveUser finds the account for name, for an agent running with the
 // effective user ID euid as the user current. "" means the agent's user.
-// Only root may start a job as somebody else.
-func resolveUser(name string, euid int, current *user.User) (account, error) {
-	if name == "" || name == current.Username {
+// Only root may start a job as somebody else, and then only as an account
+// whose user ID is at least minUID (DefaultMinUID when 0) — never as root
+// itself, even when the job's owner has root's name.
+func resolveUser(name string, euid int, current *user.User, minUID int) (account, error) {
+	if name == "" || (euid != 0 && name == current.Username) {
 		return account{name: current.Username, home: current.HomeDir}, nil
 	}
 	if euid != 0 {
 		return account{}, fmt.Errorf("running a job as user %q needs an agent running as root; it runs as %q", name, current.Username)
+	}
+	if minUID <= 0 {
+		minUID = DefaultMinUID
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
@@ -44,6 +54,9 @@ func resolveUser(name string, euid int, current *user.User) (account, error) {
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
 	if err != nil {
 		return account{}, fmt.Errorf("user %q has a non-numeric user ID %q", name, u.Uid)
+	}
+	if uid < uint64(minUID) {
+		return account{}, fmt.Errorf("refusing to run a job as %q (user ID %d): jobs run as accounts with a user ID of at least %d, never as root or a system account", name, uid, minUID)
 	}
 	gid, err := strconv.ParseUint(u.Gid, 10, 32)
 	if err != nil {

@@ -27,7 +27,10 @@ type Spec struct {
 	WorkDir string            // the working directory; "" is the agent's
 	// User is who the job runs as; "" is the agent's user. Another user
 	// needs an agent running as root.
-	User     string
+	User string
+	// MinUID is the lowest user ID a job runs as when the agent is root
+	// (DefaultMinUID when 0): never root or a system account.
+	MinUID   int
 	GPUs     []string // GPU UUIDs, in order: CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES
 	JobID    string   // GPUCAL_JOB, e.g. "j42"; set only when not ""
 	Server   string   // GPUCAL_SERVER, set only when not ""
@@ -115,7 +118,7 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding the agent's user: %w", err)
 	}
-	acct, err := resolveUser(s.User, os.Geteuid(), current)
+	acct, err := resolveUser(s.User, os.Geteuid(), current, s.MinUID)
 	if err != nil {
 		return nil, err
 	}

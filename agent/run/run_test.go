@@ -157,16 +157,42 @@ func TestStartRefuses(t *testing.T) {
 
 func TestResolveUserNotRoot(t *testing.T) {
 	me := &user.User{Username: "alice", HomeDir: "/home/alice", Uid: "1000", Gid: "1000"}
-	acct, err := resolveUser("", 1000, me)
+	acct, err := resolveUser("", 1000, me, 0)
 	if err != nil || acct.name != "alice" || acct.home != "/home/alice" || acct.cred != nil {
 		t.Errorf(`resolveUser("") = %+v, %v; want alice as herself`, acct, err)
 	}
-	if acct, err := resolveUser("alice", 1000, me); err != nil || acct.cred != nil {
+	if acct, err := resolveUser("alice", 1000, me, 0); err != nil || acct.cred != nil {
 		t.Errorf(`resolveUser("alice") = %+v, %v; want alice as herself`, acct, err)
 	}
-	_, err = resolveUser("bob", 1000, me)
+	_, err = resolveUser("bob", 1000, me, 0)
 	if err == nil || !strings.Contains(err.Error(), `running a job as user "bob" needs an agent running as root; it runs as "alice"`) {
 		t.Errorf(`resolveUser("bob") by a non-root agent: error %v`, err)
+	}
+}
+
+// TestResolveUserRoot: a root agent never runs a job as root or a system
+// account, whatever the job's owner is called; as itself only when asked
+// (no user).
+func TestResolveUserRoot(t *testing.T) {
+	root := &user.User{Username: "root", HomeDir: "/root", Uid: "0", Gid: "0"}
+	if acct, err := resolveUser("", 0, root, 0); err != nil || acct.name != "root" || acct.cred != nil {
+		t.Errorf(`resolveUser("") by root = %+v, %v; want root itself`, acct, err)
+	}
+	for _, name := range []string{"root", "daemon", "bin"} {
+		if _, err := user.Lookup(name); err != nil {
+			continue
+		}
+		if _, err := resolveUser(name, 0, root, 0); err == nil || !strings.Contains(err.Error(), "never as root or a system account") {
+			t.Errorf("resolveUser(%q) by root: %v, want a refusal", name, err)
+		}
+	}
+	if u, err := user.Lookup("nobody"); err == nil {
+		if _, err := resolveUser("nobody", 0, root, 0); err != nil {
+			t.Errorf(`resolveUser("nobody", uid %s) by root: %v`, u.Uid, err)
+		}
+		if _, err := resolveUser("nobody", 0, root, 70000); err == nil {
+			t.Error("a user below a raised minimum was accepted")
+		}
 	}
 }
 

@@ -36,6 +36,7 @@ type agentConfig struct {
 	joinToken   string
 	stateDir    string
 	runAsSelf   bool   // run every job as the agent's user, whoever owns it
+	minUID      int    // the lowest user ID a root agent runs jobs as
 	cgroupRoot  string // "auto", "off" or the parent cgroup v2 directory of the jobs' cgroups
 }
 
@@ -56,6 +57,7 @@ func runAgent(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&cfg.name, "name", "", "this node's name (default: the host name)")
 	fs.Uint64Var(&cfg.seed, "seed", 0, "with --fake-gpus: seed of the simulated GPUs' UUIDs and readings (default: from the node's name)")
 	fs.StringVar(&cfg.cgroupRoot, "cgroup-root", envOr(e, "GPUCAL_CGROUP_ROOT", "auto"), "where each job gets a cgroup v2 of its own: auto (the cgroup systemd delegated, else /sys/fs/cgroup/gpucal for root), off, or a directory (GPUCAL_CGROUP_ROOT)")
+	fs.IntVar(&cfg.minUID, "min-uid", 1000, "a root agent runs jobs as their owners' accounts only when the user ID is at least this: never as root or a system account")
 	fs.BoolVar(&cfg.runAsSelf, "run-as-self", false, "run every job as the agent's own user instead of its owner (an agent that is not root must)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: gpucal agent --server URL --join-token TOKEN [--name NODE] [--metrics-addr :9400] [--fake-gpus 8xH100]\n\n"+
@@ -117,7 +119,7 @@ func nodeAgent(ctx context.Context, cfg agentConfig, log *slog.Logger, out io.Wr
 			return err
 		}
 		acfg := agent.Config{Name: cfg.name, Version: version, Conn: conn, Sampler: sampler, StateDir: cfg.stateDir,
-			Server: cfg.server, Logger: log, Registerer: reg, RunAsSelf: cfg.runAsSelf, CgroupRoot: cgroupRoot(cfg.cgroupRoot)}
+			Server: cfg.server, Logger: log, Registerer: reg, RunAsSelf: cfg.runAsSelf, MinUID: cfg.minUID, CgroupRoot: cgroupRoot(cfg.cgroupRoot)}
 		if fake != nil {
 			acfg.Busy = fakeBusy(fake, first.Devices)
 		}
