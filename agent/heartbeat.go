@@ -289,6 +289,9 @@ func jobReport(r record) core.JobReport {
 		}
 	case r.Begun:
 		rep.State = core.RunDraining
+		if r.Stop != nil {
+			rep.Deadline, rep.Reservation = r.Stop.Deadline, r.Stop.Reservation
+		}
 	default:
 		rep.State = core.RunRunning
 	}

@@ -79,8 +79,12 @@ type JobReport struct {
 	Signal   string `json:"signal,omitempty"` // the signal that ended it: "SIGKILL"
 	Error    string `json:"error,omitempty"`  // why it was refused, or what the agent could not learn
 	// Stopped says why the agent stopped it, "" when it ended by itself:
-	// the reason of the StopOrder.
-	Stopped string `json:"stopped,omitempty"`
+	// the reason of the StopOrder. While it drains, Deadline and
+	// Reservation are those of the order it is being stopped by (the
+	// agent may have begun on its own, by a cached window).
+	Stopped     string    `json:"stopped,omitempty"`
+	Deadline    time.Time `json:"deadline,omitzero"`
+	Reservation int64     `json:"reservation,omitempty"`
 	// Margin is how long before its deadline the last process of a
 	// stopped job was gone (negative: late); set once a drain finished.
 	Margin *time.Duration `json:"margin_ns,omitempty"`
@@ -174,6 +178,7 @@ const (
 	StopDrain     = "drain"     // a reservation needs its GPUs
 	StopCancelled = "cancelled" // its owner or an admin cancelled it
 	StopUnknown   = "unknown"   // the server does not know it for this node (it failed over, or was never started here)
+	StopFailed    = "failed"    // another part of its gang failed, or that part's node went down
 )
 
 // Window is a reservation's time on some of this node's GPUs.

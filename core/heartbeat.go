@@ -99,6 +99,13 @@ func (h *heartbeatTx) updateNode(ctx context.Context) error {
 		g := &n.GPUs[i]
 		r, ok := reports[g.UUID]
 		if !ok {
+			// An agent that reads its GPUs but no longer lists this one
+			// has lost it (fallen off the bus): nothing more goes there.
+			if h.hb.NVML == "" && len(h.hb.GPUs) > 0 && g.Fault == "" {
+				if err := h.fault(ctx, g, "its agent no longer finds it"); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		before := g.Telemetry
@@ -113,16 +120,21 @@ func (h *heartbeatTx) updateNode(ctx context.Context) error {
 		if fault == "" || g.Fault != "" {
 			continue
 		}
-		g.Fault = fault
-		if err := h.audit(ctx, "gpu.fault", "gpu/"+g.Label(), fault); err != nil {
+		if err := h.fault(ctx, g, fault); err != nil {
 			return err
 		}
-		h.events = append(h.events, Event{Kind: EventGPUFault, User: Admins, At: h.now,
-			Detail: fmt.Sprintf("GPU %s (%s) is out of service: %s. Nothing new is placed on it until an admin clears it.",
-				g.Label(), g.UUID, fault),
-			DedupKey: fmt.Sprintf("gpu_fault:%s:%s", g.UUID, fault)})
 	}
 	return h.tx.UpdateNode(ctx, n)
+}
+
+// fault takes g out of service and tells the admins.
+func (h *heartbeatTx) fault(ctx context.Context, g *GPU, fault string) error {
+	g.Fault = fault
+	h.events = append(h.events, Event{Kind: EventGPUFault, User: Admins, At: h.now,
+		Detail: fmt.Sprintf("GPU %s (%s) is out of service: %s. Nothing new is placed on it until an admin runs `gpucal node clear-fault %s`.",
+			g.Label(), g.UUID, fault, g.Label()),
+		DedupKey: fmt.Sprintf("gpu_fault:%s:%s:%d", g.UUID, fault, h.now.Unix())})
+	return h.audit(ctx, "gpu.fault", "gpu/"+g.Label(), fault)
 }
 
 // applyReports moves each reported job along.
@@ -177,16 +189,18 @@ func (h *heartbeatTx) applyReport(ctx context.Context, j Job, r JobReport) error
 	case r.State == RunDraining && (j.State == JobStarting || j.State == JobRunning):
 		j.State = JobDraining
 		if j.Stop == nil {
-			j.Stop = &StopRequest{Reason: cmp.Or(r.Stopped, StopDrain), At: h.now, Deadline: h.now}
-			if d := j.Prediction.Drain; d != nil {
+			// The agent began by itself (a cached window the plan has not
+			// drained yet): stop it by the agent's deadline, never sooner.
+			j.Stop = &StopRequest{Reason: cmp.Or(r.Stopped, StopDrain), At: h.now, Deadline: r.Deadline, Reservation: r.Reservation}
+			if d := j.Prediction.Drain; d != nil && (r.Deadline.IsZero() || d.Deadline.Before(r.Deadline)) {
 				j.Stop.Reservation, j.Stop.Deadline = d.Reservation, d.Deadline
+			}
+			if j.Stop.Deadline.IsZero() {
+				j.Stop.Deadline = h.now.Add(h.s.nodes.Drain.Grace)
 			}
 		}
 	case r.State == RunExited || r.State == RunRefused:
-		if !h.allEnded(j) {
-			break
-		}
-		j.State, j.EndedAt = endState(j), h.now
+		partEnded(&j, NodeRun{Node: h.node.Name, JobReport: r}, h.now, h.s.nodes.Drain.Grace)
 	}
 	if err := h.tx.UpdateJob(ctx, j); err != nil {
 		return err
@@ -204,7 +218,7 @@ func (h *heartbeatTx) applyReport(ctx context.Context, j Job, r JobReport) error
 
 // allEnded reports whether every node j holds GPUs on has reported its
 // part ended.
-func (h *heartbeatTx) allEnded(j Job) bool {
+func allEnded(j Job) bool {
 	for _, node := range nodesOf(j.Assigned) {
 		r, ok := runOn(j.Runs, node)
 		if !ok || !r.Final() {
@@ -214,10 +228,28 @@ func (h *heartbeatTx) allEnded(j Job) bool {
 	return true
 }
 
+// partEnded moves j along once part (already in j.Runs) has ended: the job
+// ends when every part has; until then, a part that failed makes the rest
+// of its gang stop (a gang cannot go on without one of its nodes).
+func partEnded(j *Job, part NodeRun, now time.Time, grace time.Duration) {
+	if allEnded(*j) {
+		j.State, j.EndedAt = endState(*j), now
+		return
+	}
+	failed := part.State == RunRefused || part.ExitCode != 0 || part.Error != ""
+	if failed && j.Stop == nil && j.State.Holding() {
+		j.State = JobDraining
+		j.Stop = &StopRequest{Reason: StopFailed, At: now, Deadline: now.Add(grace)}
+	}
+}
+
 // endState is how a job whose parts have all ended ends.
 func endState(j Job) JobState {
-	if j.Stop != nil && j.Stop.Reason == StopCancelled {
+	switch {
+	case j.Stop != nil && j.Stop.Reason == StopCancelled:
 		return JobCancelled
+	case j.Stop != nil && j.Stop.Reason == StopFailed:
+		return JobFailed
 	}
 	drained := j.Stop != nil && j.Stop.Reason == StopDrain
 	ok := true
@@ -287,7 +319,11 @@ func (h *heartbeatTx) desired(ctx context.Context) (DesiredState, error) {
 	out := DesiredState{Node: h.node.Name, Interval: pol.Interval, Timing: pol.Drain, KillForeign: pol.KillForeign,
 		Run: []JobOrder{}, Stop: []StopOrder{}, Windows: []Window{}}
 	for _, r := range h.hb.Jobs {
-		if r.State == RunRefused || r.State == RunExited && r.LogDone {
+		ack, err := h.acknowledged(ctx, r)
+		if err != nil {
+			return DesiredState{}, err
+		}
+		if ack {
 			out.Ack = append(out.Ack, r.Job)
 		}
 	}
@@ -306,8 +342,13 @@ func (h *heartbeatTx) desired(ctx context.Context) (DesiredState, error) {
 		_, reported := h.reported[j.ID]
 		if j.Stop != nil {
 			if !reported && j.State == JobDraining && j.Stop.Reason == StopCancelled {
-				// Cancelled before this node ran it: its part is over.
-				if err := h.applyReport(ctx, j, JobReport{Job: j.ID, State: RunRefused, Error: "cancelled before it started here", Stopped: StopCancelled}); err != nil {
+				// Cancelled before this node ran it: its part is over. (Read
+				// again: Job locks the row on PostgreSQL.)
+				fresh, err := h.tx.Job(ctx, j.ID)
+				if err != nil {
+					return DesiredState{}, err
+				}
+				if err := h.applyReport(ctx, fresh, JobReport{Job: j.ID, State: RunRefused, Error: "cancelled before it started here", Stopped: StopCancelled}); err != nil {
 					return DesiredState{}, err
 				}
 				continue
@@ -331,6 +372,31 @@ func (h *heartbeatTx) desired(ctx context.Context) (DesiredState, error) {
 	}
 	h.foreign()
 	return out, nil
+}
+
+// acknowledged reports whether the agent may forget a job it reported:
+// one refused, or one exited whose whole log the server has (the log is
+// kept for the gang's first node only); a job the server does not know
+// for this node, once it has ended.
+func (h *heartbeatTx) acknowledged(ctx context.Context, r JobReport) (bool, error) {
+	switch {
+	case r.State == RunRefused:
+		return true, nil
+	case r.State != RunExited || !r.LogDone:
+		return false, nil
+	}
+	j, err := h.tx.Job(ctx, r.Job)
+	if ErrorCode(err) == CodeNotFound {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if nodes := nodesOf(j.Assigned); len(nodes) == 0 || nodes[0] != h.node.Name {
+		return true, nil
+	}
+	_, size, err := h.tx.Log(ctx, r.Job, 0, 0)
+	return err == nil && size >= r.LogSize, err
 }
 
 // order is job j's part on this node.

@@ -99,6 +99,10 @@ func TestJoinTokens(t *testing.T) {
 	if err != nil || !expires.Equal(epoch.Add(time.Hour)) {
 		t.Fatalf("CreateJoinToken = %v, %v", expires, err)
 	}
+	if _, _, err := a.Service.Join(ctx, token, a.hb); core.ErrorCode(err) != core.CodeConflict {
+		t.Fatalf("joining as n1 while n1's agent answers: %v, want conflict", err)
+	}
+	a.Clock.Advance(core.DefaultNodePolicy.DownAfter)
 	_, cred2, err := a.Service.Join(ctx, token, a.hb)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +113,7 @@ func TestJoinTokens(t *testing.T) {
 	if name, err := a.Service.AuthenticateNode(ctx, cred2); err != nil || name != "n1" {
 		t.Errorf("the new credential: %q, %v", name, err)
 	}
-	a.Clock.Advance(time.Hour)
+	a.Clock.Advance(time.Hour - core.DefaultNodePolicy.DownAfter)
 	if _, _, err := a.Service.Join(ctx, token, a.hb); core.ErrorCode(err) != core.CodeUnauthorized || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("join with an expired token: %v", err)
 	}
@@ -553,5 +557,96 @@ func TestGangThroughAgents(t *testing.T) {
 	}
 	if evs := a.events(t, core.EventFinished); len(evs) != 1 || !strings.Contains(evs[0].Detail, "n2: exit code 1") {
 		t.Errorf("finished events %+v", evs)
+	}
+}
+
+// TestAgentBeganDrain: an agent that began a drain by itself (a cached
+// window the plan has not drained yet) is stopped by its own deadline,
+// never sooner.
+func TestAgentBeganDrain(t *testing.T) {
+	a := newAgentEnv(t)
+	j := submit(t, a.Env, "alice", coretest.Job(1, "h100").Preemptible().Build())
+	replan(t, a.Env)
+	a.beat(t, core.JobReport{Job: j.ID, State: core.RunRunning, PID: 5})
+	deadline := epoch.Add(90 * time.Second)
+	ds := a.beat(t, core.JobReport{Job: j.ID, State: core.RunDraining, PID: 5, Stopped: core.StopDrain, Deadline: deadline, Reservation: 3})
+	got := job(t, a.Env, j.ID)
+	if got.State != core.JobDraining || got.Stop == nil || !got.Stop.Deadline.Equal(deadline) || got.Stop.Reservation != 3 {
+		t.Fatalf("%s with stop %+v; want draining by %s for r3", got.State, got.Stop, deadline)
+	}
+	if len(ds.Stop) != 1 || !ds.Stop[0].Deadline.Equal(deadline) || !ds.Stop[0].KillAt.Equal(deadline.Add(-core.DefaultDrainTiming.Kill)) {
+		t.Errorf("stop order %+v; want the agent's deadline", ds.Stop)
+	}
+}
+
+// TestGangPartFails: when one part of a gang fails or its node goes down,
+// the other parts are stopped, and the job ends failed once they are gone.
+func TestGangPartFails(t *testing.T) {
+	for _, how := range []string{"refused", "node down"} {
+		t.Run(strings.ReplaceAll(how, " ", "-"), func(t *testing.T) {
+			a := newAgentEnv(t)
+			token, _, _ := a.Service.CreateJoinToken(ctx, a.Actor(t, "root"), 0)
+			hb2 := core.Heartbeat{Node: "n2"}
+			for i := range 4 {
+				hb2.GPUs = append(hb2.GPUs, core.GPUReport{Index: i, UUID: fmt.Sprintf("GPU-n2-%d", i), Name: h100, MemoryMiB: 81559})
+			}
+			if _, _, err := a.Service.Join(ctx, token, hb2); err != nil {
+				t.Fatal(err)
+			}
+			j := submit(t, a.Env, "alice", coretest.Job(8, "h100").Build())
+			replan(t, a.Env)
+			a.beat(t, core.JobReport{Job: j.ID, State: core.RunRunning, PID: 1})
+			switch how {
+			case "refused":
+				hb := hb2
+				hb.Jobs = []core.JobReport{{Job: j.ID, State: core.RunRefused, Error: "no user alice"}}
+				if _, err := a.Service.Heartbeat(ctx, "n2", hb); err != nil {
+					t.Fatal(err)
+				}
+			case "node down":
+				a.Clock.Advance(core.DefaultNodePolicy.DownAfter - 10*time.Second)
+				a.beat(t, core.JobReport{Job: j.ID, State: core.RunRunning, PID: 1})
+				a.Clock.Advance(20 * time.Second)
+				if res, err := a.Service.CheckNodes(ctx, epoch.Add(-time.Hour)); err != nil || !slices.Equal(res.Down, []string{"n2"}) {
+					t.Fatalf("CheckNodes = %+v, %v; want n2 down", res, err)
+				}
+			}
+			got := job(t, a.Env, j.ID)
+			if got.State != core.JobDraining || got.Stop == nil || got.Stop.Reason != core.StopFailed {
+				t.Fatalf("after one part ended badly: %s, stop %+v; want the rest stopped", got.State, got.Stop)
+			}
+			ds := a.beat(t, core.JobReport{Job: j.ID, State: core.RunDraining, PID: 1})
+			if len(ds.Stop) != 1 || ds.Stop[0].Reason != core.StopFailed {
+				t.Errorf("n1's stop orders %+v", ds.Stop)
+			}
+			a.beat(t, core.JobReport{Job: j.ID, State: core.RunExited, ExitCode: -1, Signal: "SIGTERM", Stopped: core.StopFailed, LogDone: true})
+			if got := job(t, a.Env, j.ID); got.State != core.JobFailed {
+				t.Errorf("once n1's part is gone: %s, want failed", got.State)
+			}
+		})
+	}
+}
+
+// TestLostGPUAndLateLog: a GPU the agent stops listing is taken out of
+// service; an ended job is acknowledged only once the server has its log.
+func TestLostGPUAndLateLog(t *testing.T) {
+	a := newAgentEnv(t)
+	j := submit(t, a.Env, "alice", coretest.Job(1, "h100").Build())
+	replan(t, a.Env)
+	ds := a.beat(t, core.JobReport{Job: j.ID, State: core.RunExited, LogDone: true, LogSize: 5})
+	if len(ds.Ack) != 0 {
+		t.Errorf("acknowledged %v before the server had its 5 bytes of log", ds.Ack)
+	}
+	if _, err := a.Service.AppendLog(ctx, "n1", j.ID, 0, []byte("done\n")); err != nil {
+		t.Fatal(err)
+	}
+	if ds := a.beat(t, core.JobReport{Job: j.ID, State: core.RunExited, LogDone: true, LogSize: 5}); !slices.Equal(ds.Ack, []int64{j.ID}) {
+		t.Errorf("ack %v once the log is there", ds.Ack)
+	}
+	a.hb.GPUs = a.hb.GPUs[:3]
+	a.beat(t)
+	nodes, _ := a.Service.Nodes(ctx, core.System)
+	if g := nodes[0].GPUs[3]; g.Fault == "" || g.Status != "down" {
+		t.Errorf("GPU 3, no longer listed: fault %q, status %s", g.Fault, g.Status)
 	}
 }

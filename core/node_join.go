@@ -165,6 +165,12 @@ func (s *Service) Join(ctx context.Context, joinToken string, hb Heartbeat) (Nod
 		}
 		action := "node.join"
 		if found {
+			if n, err = lockedNode(ctx, tx, hb.Node); err != nil {
+				return err
+			}
+			if err := s.mayRejoin(ctx, tx, n, now); err != nil {
+				return err
+			}
 			action = "node.rejoin"
 			n.GPUs = syncGPUs(n.GPUs, fresh.GPUs)
 		} else {
@@ -189,6 +195,28 @@ func (s *Service) Join(ctx context.Context, joinToken string, hb Heartbeat) (Nod
 		return Node{}, "", err
 	}
 	return out, plain, nil
+}
+
+// mayRejoin refuses a join under the name of a node whose agent is alive
+// (heard from within DownAfter) or that runs jobs: a second host with the
+// same name, or a rogue one, would take over its credential and be sent
+// its jobs. A node added by hand, or one down with nothing on it, may be
+// joined (a re-installed agent waits until its old self is down).
+func (s *Service) mayRejoin(ctx context.Context, tx Tx, n Node, now time.Time) error {
+	if n.Managed() && n.State != NodeDown && now.Sub(n.LastSeen) < s.nodes.DownAfter {
+		return Errorf(CodeConflict, "node %s has an agent that answered %s ago; a second host cannot join under its name (stop that agent, or choose another --name; a re-installed node may join once %s is down)",
+			n.Name, now.Sub(n.LastSeen).Round(time.Second), n.Name)
+	}
+	holding, err := tx.Jobs(ctx, JobFilter{States: holdingStates})
+	if err != nil {
+		return err
+	}
+	for _, j := range holding {
+		if slicesContainsNode(j.Assigned, n.Name) {
+			return Errorf(CodeConflict, "node %s still has %s on it; it may join again once that has ended", n.Name, JobName(j.ID))
+		}
+	}
+	return nil
 }
 
 // syncGPUs brings a known node's GPUs in line with what its agent found:
@@ -312,7 +340,7 @@ func (s *Service) CheckNodes(ctx context.Context, since time.Time) (NodeCheck, e
 			events = append(events, Event{Kind: EventNodeDown, User: Admins, At: now,
 				Detail:   fmt.Sprintf("Node %s is down: no heartbeat since %s. Its jobs are marked failed.", n.Name, fmtTime(n.LastSeen)),
 				DedupKey: fmt.Sprintf("node_down:%s:%d", n.Name, n.LastSeen.Unix())})
-			failed, evs, err := failJobsOn(ctx, tx, n.Name, now, fmt.Sprintf("node %s stopped answering (last heartbeat %s)", n.Name, fmtTime(n.LastSeen)))
+			failed, evs, err := failJobsOn(ctx, tx, n.Name, now, s.nodes.Drain.Grace, fmt.Sprintf("node %s stopped answering (last heartbeat %s)", n.Name, fmtTime(n.LastSeen)))
 			if err != nil {
 				return err
 			}
@@ -330,32 +358,46 @@ func (s *Service) nodeChanges(n Node, since, now time.Time) bool {
 	return h != n.State && h != NodeReady && !(h == NodeSuspect && n.State == NodeDown)
 }
 
-// failJobsOn ends every job holding GPUs on node as failed.
-func failJobsOn(ctx context.Context, tx Tx, node string, now time.Time, why string) ([]int64, []Event, error) {
+// failJobsOn ends each job's part on node, which went down: a job with no
+// other part ends failed (or cancelled, if it was being cancelled); the
+// other parts of a gang are stopped first, and it ends once they have.
+// It returns the jobs it changed.
+func failJobsOn(ctx context.Context, tx Tx, node string, now time.Time, grace time.Duration, why string) ([]int64, []Event, error) {
 	holding, err := tx.Jobs(ctx, JobFilter{States: holdingStates})
 	if err != nil {
 		return nil, nil, err
 	}
 	var ids []int64
 	var events []Event
-	for _, j := range holding {
-		if !slicesContainsNode(j.Assigned, node) {
+	for _, h := range holding {
+		if !slicesContainsNode(h.Assigned, node) {
 			continue
 		}
-		j.State, j.EndedAt = JobFailed, now
-		if j.Stop != nil && j.Stop.Reason == StopCancelled {
-			j.State = JobCancelled
+		// Read again: Job locks the row on PostgreSQL, so a heartbeat that
+		// committed meanwhile is not written over.
+		j, err := tx.Job(ctx, h.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !j.State.Holding() {
+			continue
 		}
 		// LogDone: no more of its log is coming from a node that is gone.
-		j.Runs = setRun(j.Runs, NodeRun{Node: node, JobReport: JobReport{Job: j.ID, State: RunExited, ExitCode: -1, EndedAt: now, Error: why, LogDone: true}})
+		part := NodeRun{Node: node, JobReport: JobReport{Job: j.ID, State: RunExited, ExitCode: -1, EndedAt: now, Error: why, LogDone: true}}
+		j.Runs = setRun(j.Runs, part)
+		partEnded(&j, part, now, grace)
 		if err := tx.UpdateJob(ctx, j); err != nil {
 			return nil, nil, err
 		}
-		if err := tx.Audit(ctx, AuditEntry{At: now, Actor: System.User, Action: "job.fail", Object: JobName(j.ID), Detail: why}); err != nil {
+		action := "job.stop"
+		if j.State.Finished() {
+			action = "job." + string(j.State)
+			events = append(events, finishedEvent(j, now, why))
+		}
+		if err := tx.Audit(ctx, AuditEntry{At: now, Actor: System.User, Action: action, Object: JobName(j.ID), Detail: why}); err != nil {
 			return nil, nil, err
 		}
 		ids = append(ids, j.ID)
-		events = append(events, finishedEvent(j, now, why))
 	}
 	return ids, events, nil
 }
@@ -391,12 +433,9 @@ func (s *Service) ClearFault(ctx context.Context, a Actor, node string, index in
 	now := s.Now()
 	var out GPU
 	err := s.store.Update(ctx, func(tx Tx) error {
-		n, found, err := nodeNamed(ctx, tx, node)
+		n, err := lockedNode(ctx, tx, node)
 		if err != nil {
 			return err
-		}
-		if !found {
-			return Errorf(CodeNotFound, "no node %s", node)
 		}
 		i := slices.IndexFunc(n.GPUs, func(g GPU) bool { return g.Index == index })
 		if i < 0 {

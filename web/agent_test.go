@@ -12,6 +12,15 @@ import (
 	"github.com/gpucal/gpucal/web"
 )
 
+func joinTokenOf(t *testing.T, f *fixture) string {
+	t.Helper()
+	tok, err := f.admin.CreateJoinToken(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.Token
+}
+
 // joinNode joins a node of two H100s through the API and returns a client
 // holding its credential.
 func joinNode(t *testing.T, f *fixture, name string) *web.Client {
@@ -53,7 +62,7 @@ func TestAgentRoutes(t *testing.T) {
 		t.Errorf("join token by alice: %v, want 403", err)
 	}
 	n1 := joinNode(t, f, "n1")
-	joinNode(t, f, "n2")
+	n2 := joinNode(t, f, "n2")
 
 	// The credential works for its node only, and an API token is not one.
 	ds, err := n1.Heartbeat(ctx, core.Heartbeat{Node: "n1"})
@@ -81,9 +90,10 @@ func TestAgentRoutes(t *testing.T) {
 	}
 	got, _ := f.alice.Job(ctx, j.ID)
 	node := got.Assigned[0].Node
-	agent := n1
-	if node != "n1" {
-		agent = joinNode(t, f, node) // rejoins: a fresh credential for that node
+	agent := map[string]*web.Client{"n1": n1, "n2": n2}[node]
+	if _, err := (&web.Client{BaseURL: f.srv.URL, Token: joinTokenOf(t, f)}).Join(ctx, core.Heartbeat{Node: node,
+		GPUs: []core.GPUReport{{UUID: "GPU-x", Name: "NVIDIA H100 80GB HBM3"}}}); func() int { s, _ := apiCode(err); return s }() != http.StatusConflict {
+		t.Errorf("joining under the name of a node whose agent answers: %v, want 409", err)
 	}
 	ds, err = agent.Heartbeat(ctx, core.Heartbeat{Node: node})
 	if err != nil || len(ds.Run) != 1 || ds.Run[0].Checkpoint != "SIGUSR2" {
