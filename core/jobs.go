@@ -524,7 +524,10 @@ func joinStates(ss []JobState) string {
 	return strings.Join(parts, ", ")
 }
 
-// onManagedNode reports whether any GPU j holds is on a node with an agent.
+// onManagedNode reports whether every node j holds GPUs on has an agent
+// to stop it. A part on a node without one would never report its end, so
+// such a job is cancelled at once (its agents then stop their parts as
+// jobs they no longer run).
 func onManagedNode(ctx context.Context, tx Tx, j Job) (bool, error) {
 	if len(j.Assigned) == 0 {
 		return false, nil
@@ -534,9 +537,9 @@ func onManagedNode(ctx context.Context, tx Tx, j Job) (bool, error) {
 		return false, err
 	}
 	for _, n := range nodes {
-		if n.Managed() && slicesContainsNode(j.Assigned, n.Name) {
-			return true, nil
+		if !n.Managed() && slicesContainsNode(j.Assigned, n.Name) {
+			return false, nil
 		}
 	}
-	return false, nil
+	return true, nil
 }
