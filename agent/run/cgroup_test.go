@@ -74,8 +74,8 @@ func awaitPID(t *testing.T, pidfile string) int {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		b, err := os.ReadFile(pidfile)
-		if err != nil {
-			continue
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			continue // not there, or made but not written yet (echo's redirection)
 		}
 		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 		if err != nil {
