@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpucal/gpucal/core"
+	"github.com/gpucal/gpucal/store/storetest"
 	"github.com/gpucal/gpucal/web"
 )
 
@@ -55,8 +56,14 @@ func apiCode(err error) (int, string) {
 	return 0, ""
 }
 
+// TestAgentRoutes runs the agent protocol through the API on SQLite and,
+// when one is available, PostgreSQL.
 func TestAgentRoutes(t *testing.T) {
-	f := newFixture(t)
+	storetest.Each(t, testAgentRoutes)
+}
+
+func testAgentRoutes(t *testing.T, dsn string) {
+	f := newFixtureOn(t, dsn)
 	ctx := context.Background()
 	if _, err := f.alice.CreateJoinToken(ctx, 0); func() int { s, _ := apiCode(err); return s }() != http.StatusForbidden {
 		t.Errorf("join token by alice: %v, want 403", err)

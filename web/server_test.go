@@ -37,8 +37,14 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureOn(t, storetest.SQLite(t))
+}
+
+// newFixtureOn is newFixture on the database dsn names.
+func newFixtureOn(t *testing.T, dsn string) *fixture {
+	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, storetest.SQLite(t), nil)
+	db, err := store.Open(ctx, dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
