@@ -650,3 +650,48 @@ func TestLostGPUAndLateLog(t *testing.T) {
 		t.Errorf("GPU 3, no longer listed: fault %q, status %s", g.Fault, g.Status)
 	}
 }
+
+// TestRejoinRenumbered: a node whose cards were renumbered (one removed,
+// the others shifted down; or two swapped) joins again; each GPU keeps
+// its ID under its UUID, and a card that is gone is out of service at an
+// index past any real one.
+func TestRejoinRenumbered(t *testing.T) {
+	a := newAgentEnv(t)
+	before, _ := a.Service.Nodes(ctx, core.System)
+	ids := map[string]int64{}
+	for _, g := range before[0].GPUs {
+		ids[g.UUID] = g.ID
+	}
+	rejoin := func(uuids ...string) []core.GPUStatus {
+		t.Helper()
+		a.Clock.Advance(core.DefaultNodePolicy.DownAfter + time.Second)
+		if _, err := a.Service.CheckNodes(ctx, epoch.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		token, _, _ := a.Service.CreateJoinToken(ctx, a.Actor(t, "root"), 0)
+		hb := core.Heartbeat{Node: "n1"}
+		for i, u := range uuids {
+			hb.GPUs = append(hb.GPUs, core.GPUReport{Index: i, UUID: u, Name: h100, MemoryMiB: 81559})
+		}
+		if _, _, err := a.Service.Join(ctx, token, hb); err != nil {
+			t.Fatalf("rejoin with %v: %v", uuids, err)
+		}
+		nodes, _ := a.Service.Nodes(ctx, core.System)
+		return nodes[0].GPUs
+	}
+	// GPU 0 removed, 1–3 shifted down.
+	gs := rejoin("GPU-n1-1", "GPU-n1-2", "GPU-n1-3")
+	for i, g := range gs[:3] {
+		if want := fmt.Sprintf("GPU-n1-%d", i+1); g.UUID != want || g.Index != i || g.ID != ids[want] || g.Fault != "" {
+			t.Errorf("GPU at %d: %s id %d fault %q; want %s id %d in service", i, g.UUID, g.ID, g.Fault, want, ids[want])
+		}
+	}
+	if g := gs[3]; g.UUID != "GPU-n1-0" || g.Index < 4 || g.Fault == "" || g.ID != ids["GPU-n1-0"] {
+		t.Errorf("the removed GPU: %+v", g.GPU)
+	}
+	// Two swapped.
+	gs = rejoin("GPU-n1-2", "GPU-n1-1", "GPU-n1-3")
+	if gs[0].UUID != "GPU-n1-2" || gs[1].UUID != "GPU-n1-1" || gs[0].ID != ids["GPU-n1-2"] {
+		t.Errorf("after a swap: %s, %s", gs[0].UUID, gs[1].UUID)
+	}
+}

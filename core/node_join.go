@@ -172,7 +172,6 @@ func (s *Service) Join(ctx context.Context, joinToken string, hb Heartbeat) (Nod
 				return err
 			}
 			action = "node.rejoin"
-			n.GPUs = syncGPUs(n.GPUs, fresh.GPUs)
 		} else {
 			n = fresh
 			n.CreatedAt = now
@@ -180,8 +179,10 @@ func (s *Service) Join(ctx context.Context, joinToken string, hb Heartbeat) (Nod
 				return err
 			}
 		}
+		before := n
+		n.GPUs = syncGPUs(n.GPUs, fresh.GPUs)
 		n.State, n.LastSeen, n.Agent, n.NVML = NodeReady, now, hb.Agent, hb.NVML
-		if err := tx.UpdateNode(ctx, &n); err != nil {
+		if err := renumber(ctx, tx, &before, &n); err != nil {
 			return err
 		}
 		if err := tx.SetNodeCredential(ctx, n.ID, hash); err != nil {
@@ -251,15 +252,54 @@ func syncGPUs(known, found []GPU) []GPU {
 		g.Index, g.Name, g.MemoryMiB, g.UUID = f.Index, f.Name, f.MemoryMiB, f.UUID
 		out = append(out, g)
 	}
+	taken := map[int]bool{}
+	for _, g := range out {
+		taken[g.Index] = true
+	}
+	spare := maxGPUsPerNode // GPUs that are gone keep their rows, at indexes past any real one
 	for i, g := range known {
 		if !used[i] {
 			if g.Fault == "" {
 				g.Fault = "its agent no longer finds it"
 			}
+			if taken[g.Index] {
+				for taken[spare] {
+					spare++
+				}
+				g.Index = spare
+			}
+			taken[g.Index] = true
 			out = append(out, g)
 		}
 	}
 	return out
+}
+
+// renumber stores n, whose known GPUs may have changed indexes among
+// themselves (a card removed, the rest shifted): first every GPU whose
+// index changes is moved out of the way, then all take their new ones, so
+// that no two GPUs hold one index in between.
+func renumber(ctx context.Context, tx Tx, before, n *Node) error {
+	was := map[int64]int{}
+	for _, g := range before.GPUs {
+		was[g.ID] = g.Index
+	}
+	moved := *n
+	moved.GPUs = slices.Clone(n.GPUs)
+	changed := false
+	for i, g := range moved.GPUs {
+		if idx, ok := was[g.ID]; ok && idx != g.Index {
+			moved.GPUs[i].Index = 1<<20 + i
+			changed = true
+		}
+	}
+	if changed {
+		moved.GPUs = slices.DeleteFunc(moved.GPUs, func(g GPU) bool { return g.ID == 0 })
+		if err := tx.UpdateNode(ctx, &moved); err != nil {
+			return err
+		}
+	}
+	return tx.UpdateNode(ctx, n)
 }
 
 func nodeNamed(ctx context.Context, tx Tx, name string) (Node, bool, error) {

@@ -244,3 +244,48 @@ func TestEnsureSetting(t *testing.T) {
 		}
 	})
 }
+
+// TestRejoinRenumberedOnDB: the service's re-join of a node whose cards
+// were renumbered works against the database's unique (node, index).
+func TestRejoinRenumberedOnDB(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn)
+		ctx := context.Background()
+		now := time.Date(2030, 1, 7, 9, 0, 0, 0, time.UTC)
+		svc := core.NewService(f.db, core.WithClock(func() time.Time { return now }))
+		admin := core.Actor{User: "admin", Admin: true}
+		if _, err := svc.AddUser(ctx, core.System, core.User{Name: "admin", Admin: true}); err != nil && core.ErrorCode(err) != core.CodeConflict {
+			t.Fatal(err)
+		}
+		join := func(uuids ...string) {
+			t.Helper()
+			token, _, err := svc.CreateJoinToken(ctx, admin, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hb := core.Heartbeat{Node: "gn"}
+			for i, u := range uuids {
+				hb.GPUs = append(hb.GPUs, core.GPUReport{Index: i, UUID: u, Name: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559})
+			}
+			if _, _, err := svc.Join(ctx, token, hb); err != nil {
+				t.Fatalf("join with %v: %v", uuids, err)
+			}
+			now = now.Add(time.Hour) // down by the next join
+		}
+		join("GPU-g0", "GPU-g1", "GPU-g2")
+		join("GPU-g1", "GPU-g2")           // g0 removed, the rest shifted down
+		join("GPU-g2", "GPU-g1", "GPU-g0") // swapped, g0 back
+		for _, n := range f.nodes(t) {
+			if n.Name != "gn" {
+				continue
+			}
+			got := map[int]string{}
+			for _, g := range n.GPUs {
+				got[g.Index] = g.UUID
+			}
+			if got[0] != "GPU-g2" || got[1] != "GPU-g1" || got[2] != "GPU-g0" || len(n.GPUs) != 3 {
+				t.Errorf("GPUs by index %v", got)
+			}
+		}
+	})
+}
