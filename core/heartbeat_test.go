@@ -695,3 +695,26 @@ func TestRejoinRenumbered(t *testing.T) {
 		t.Errorf("after a swap: %s, %s", gs[0].UUID, gs[1].UUID)
 	}
 }
+
+// TestPrune: logs go once their job ended LogRetention ago (reading one
+// then says so), expired join tokens a day after expiring.
+func TestPrune(t *testing.T) {
+	a := newAgentEnv(t)
+	j := submit(t, a.Env, "alice", coretest.Job(1, "h100").Build())
+	replan(t, a.Env)
+	if _, err := a.Service.AppendLog(ctx, "n1", j.ID, 0, []byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	a.beat(t, core.JobReport{Job: j.ID, State: core.RunExited, LogDone: true, LogSize: 6})
+	if res, err := a.Service.Prune(ctx); err != nil || res.LogChunks != 0 {
+		t.Errorf("Prune right after the job = %+v, %v; want nothing", res, err)
+	}
+	a.Clock.Advance(core.DefaultNodePolicy.LogRetention + time.Hour)
+	res, err := a.Service.Prune(ctx)
+	if err != nil || res.LogChunks != 1 || res.JoinTokens != 1 {
+		t.Errorf("Prune after the retention = %+v, %v; want the chunk and the expired join token", res, err)
+	}
+	if _, err := a.Service.Log(ctx, a.Actor(t, "alice"), j.ID, 0, 0); core.ErrorCode(err) != core.CodeNotFound || !strings.Contains(err.Error(), "keeps logs for 30 days") {
+		t.Errorf("reading a pruned log: %v", err)
+	}
+}

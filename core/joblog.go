@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // maxLogChunk bounds one append and one read of a job's log.
@@ -86,6 +87,10 @@ func (s *Service) Log(ctx context.Context, a Actor, id, offset, limit int64) (Lo
 		if !a.canChangeJob(j) {
 			return Errorf(CodeForbidden, "%s belongs to %s; only its owner, an admin of its project or a site admin may read its log", JobName(j.ID), j.Owner)
 		}
+		if keep := s.nodes.LogRetention; keep > 0 && j.State.Finished() && !j.EndedAt.IsZero() && s.Now().Sub(j.EndedAt) >= keep {
+			return Errorf(CodeNotFound, "the log of %s is gone: the server keeps logs for %s after a job ends (%s ended %s)",
+				JobName(id), fmtDuration(keep), JobName(id), fmtTime(j.EndedAt))
+		}
 		chunks, size, err := tx.Log(ctx, id, offset, limit)
 		if err != nil {
 			return err
@@ -136,4 +141,27 @@ func logsShipped(j Job, size int64) bool {
 		}
 	}
 	return true
+}
+
+// PruneResult says what Prune removed.
+type PruneResult struct {
+	LogChunks, JoinTokens int64
+}
+
+// Prune removes what the server no longer needs: the logs of jobs that
+// ended more than LogRetention ago (the nodes keep their own copies until
+// their admins clean up) and join tokens that expired a day ago or more.
+func (s *Service) Prune(ctx context.Context) (PruneResult, error) {
+	now := s.Now()
+	var out PruneResult
+	err := s.store.Update(ctx, func(tx Tx) (err error) {
+		if s.nodes.LogRetention > 0 {
+			if out.LogChunks, err = tx.PruneLogs(ctx, now.Add(-s.nodes.LogRetention)); err != nil {
+				return err
+			}
+		}
+		out.JoinTokens, err = tx.PruneJoinTokens(ctx, now.Add(-24*time.Hour))
+		return err
+	})
+	return out, err
 }

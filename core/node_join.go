@@ -28,6 +28,9 @@ type NodePolicy struct {
 	// KillForeign: agents stop processes gpucal did not start on GPUs a
 	// window holds, at the window's start (DesiredState.KillForeign).
 	KillForeign bool
+	// LogRetention is how long the server keeps a job's log after the job
+	// ended (Prune); 0 keeps logs for ever.
+	LogRetention time.Duration
 }
 
 // DefaultNodePolicy is what a site gets unless it configures otherwise.
@@ -37,6 +40,7 @@ var DefaultNodePolicy = NodePolicy{
 	DownAfter:    5 * time.Minute,
 	Drain:        DefaultDrainTiming,
 	MaxLog:       64 << 20,
+	LogRetention: 30 * 24 * time.Hour,
 }
 
 // Check refuses a policy that cannot work.
@@ -51,6 +55,8 @@ func (p NodePolicy) Check() error {
 			time.Duration(p.SuspectAfter)*p.Interval, p.DownAfter)
 	case p.MaxLog < 0:
 		return Errorf(CodeInvalid, "the log limit must not be negative")
+	case p.LogRetention < 0:
+		return Errorf(CodeInvalid, "the log retention must not be negative")
 	}
 	return p.Drain.Check()
 }

@@ -93,6 +93,12 @@ type Tx interface {
 	// Log returns up to limit bytes of job's log from offset, the chunks
 	// touching [offset, offset+limit) in order, and the log's size.
 	Log(ctx context.Context, job, offset, limit int64) ([]LogChunk, int64, error)
+	// PruneLogs deletes the logs of jobs that ended before endedBefore and
+	// returns how many chunks went.
+	PruneLogs(ctx context.Context, endedBefore time.Time) (int64, error)
+	// PruneJoinTokens deletes the join tokens that expired before
+	// expiredBefore and returns how many went.
+	PruneJoinTokens(ctx context.Context, expiredBefore time.Time) (int64, error)
 	// SetProgress stores the progress job id reported.
 	SetProgress(ctx context.Context, id int64, p Progress) error
 	// SetPredictions stores the prediction of each job in ps that is not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/gpucal/gpucal/core"
 )
@@ -34,4 +35,14 @@ func (t *tx) JoinToken(ctx context.Context, hash string) (core.JoinToken, error)
 		return core.JoinToken{}, dbError("join token", err)
 	}
 	return core.JoinToken{Hash: row.Hash, CreatedBy: row.CreatedBy, CreatedAt: row.CreatedAt.Time(), ExpiresAt: row.ExpiresAt.Time()}, nil
+}
+
+// PruneJoinTokens implements core.Tx.
+func (t *tx) PruneJoinTokens(ctx context.Context, expiredBefore time.Time) (int64, error) {
+	res, err := t.db.NewDelete().TableExpr("join_tokens").Where("expires_at < ?", stamp(expiredBefore)).Exec(ctx)
+	if err != nil {
+		return 0, dbError("prune join tokens", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/gpucal/gpucal/core"
 )
@@ -138,4 +139,17 @@ func (t *tx) logSize(ctx context.Context, job int64) (int64, error) {
 		return 0, dbError("log size", err)
 	}
 	return size, nil
+}
+
+// PruneLogs implements core.Tx: the logs of jobs that ended before
+// endedBefore go, in one statement.
+func (t *tx) PruneLogs(ctx context.Context, endedBefore time.Time) (int64, error) {
+	res, err := t.db.NewDelete().TableExpr("job_logs").
+		Where("job_id IN (SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ?)", stamp(endedBefore)).
+		Exec(ctx)
+	if err != nil {
+		return 0, dbError("prune job logs", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
 }

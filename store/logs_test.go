@@ -191,3 +191,47 @@ func TestConcurrentAppendLog(t *testing.T) {
 		}
 	})
 }
+
+// TestPruneLogs: the logs of jobs that ended before the cut go, others stay.
+func TestPruneLogs(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn)
+		ctx := context.Background()
+		old, running := f.insertJob(t, newJob("alice", 1)).ID, f.insertJob(t, newJob("alice", 1)).ID
+		for _, id := range []int64{old, running} {
+			update(t, f.db, func(tx core.Tx) error { _, err := tx.AppendLog(ctx, id, 0, 3, []byte("hi\n")); return err })
+		}
+		update(t, f.db, func(tx core.Tx) error {
+			j, err := tx.Job(ctx, old)
+			if err != nil {
+				return err
+			}
+			j.State, j.EndedAt = core.JobSucceeded, hours(1)
+			return tx.UpdateJob(ctx, j)
+		})
+		var n int64
+		update(t, f.db, func(tx core.Tx) (err error) { n, err = tx.PruneLogs(ctx, hours(2)); return err })
+		if n != 1 {
+			t.Errorf("pruned %d chunks, want 1", n)
+		}
+		for id, want := range map[int64]int64{old: 0, running: 3} {
+			view(t, f.db, func(tx core.Tx) error {
+				_, size, err := tx.Log(ctx, id, 0, 10)
+				if size != want {
+					t.Errorf("j%d's log: %d bytes, want %d", id, size, want)
+				}
+				return err
+			})
+		}
+		update(t, f.db, func(tx core.Tx) (err error) {
+			if err := tx.InsertJoinToken(ctx, core.JoinToken{Hash: "h1", CreatedBy: "alice", CreatedAt: hours(0), ExpiresAt: hours(1)}); err != nil {
+				return err
+			}
+			n, err = tx.PruneJoinTokens(ctx, hours(2))
+			return err
+		})
+		if n != 1 {
+			t.Errorf("pruned %d join tokens, want 1", n)
+		}
+	})
+}

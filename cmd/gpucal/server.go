@@ -45,6 +45,7 @@ func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&c.nodes.Drain.Grace, "drain-grace", c.nodes.Drain.Grace, "a job being stopped gets its checkpoint signal this long before its deadline")
 	fs.DurationVar(&c.nodes.Drain.Term, "drain-term", c.nodes.Drain.Term, "… SIGTERM this long before it")
 	fs.DurationVar(&c.nodes.Drain.Kill, "drain-kill", c.nodes.Drain.Kill, "… and SIGKILL this long before it")
+	fs.DurationVar(&c.nodes.LogRetention, "log-retention", c.nodes.LogRetention, "how long the server keeps a job's log after it ended (0: for ever)")
 	fs.BoolVar(&c.nodes.KillForeign, "kill-foreign-processes", false, "agents stop processes gpucal did not start on reserved GPUs when the window opens (default: report them only)")
 }
 
@@ -137,7 +138,7 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 	running := 4
 	started := time.Now()
 	go func() { errc <- srv.Serve(ln) }()
-	go func() { errc <- purgeKeys(ctx, db, log) }()
+	go func() { errc <- purgeKeys(ctx, db, svc, log) }()
 	go func() { errc <- loop.Run(ctx) }()
 	go func() {
 		errc <- scheduler.WatchNodes(ctx, svc, log.With("component", "nodes"), cfg.nodes.Interval, started, loop.Kick)
@@ -189,7 +190,7 @@ func ensureAdmin(ctx context.Context, e *env, svc *core.Service, bootstrap strin
 }
 
 // purgeKeys forgets idempotency keys after a day, as Stripe does.
-func purgeKeys(ctx context.Context, db *store.DB, log *slog.Logger) error {
+func purgeKeys(ctx context.Context, db *store.DB, svc *core.Service, log *slog.Logger) error {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
@@ -197,6 +198,11 @@ func purgeKeys(ctx context.Context, db *store.DB, log *slog.Logger) error {
 			log.Warn("purging idempotency keys", "err", err)
 		} else if n > 0 {
 			log.Debug("purged idempotency keys", "count", n)
+		}
+		if res, err := svc.Prune(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("pruning old job logs and join tokens", "err", err)
+		} else if res.LogChunks+res.JoinTokens > 0 {
+			log.Info("pruned old job logs and join tokens", "log_chunks", res.LogChunks, "join_tokens", res.JoinTokens)
 		}
 		select {
 		case <-ctx.Done():

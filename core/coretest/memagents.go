@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"time"
 
 	"github.com/gpucal/gpucal/core"
 )
@@ -147,4 +148,19 @@ func (tx *memTx) EnsureSetting(ctx context.Context, name, value string) (string,
 	}
 	tx.d.settings[name] = value
 	return value, nil
+}
+
+// PruneJoinTokens implements core.Tx.
+func (tx *memTx) PruneJoinTokens(ctx context.Context, expiredBefore time.Time) (int64, error) {
+	if err := tx.writable(); err != nil {
+		return 0, err
+	}
+	var n int64
+	for h, t := range tx.d.joinTokens {
+		if t.ExpiresAt.Before(expiredBefore) {
+			delete(tx.d.joinTokens, h)
+			n++
+		}
+	}
+	return n, nil
 }

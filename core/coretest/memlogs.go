@@ -3,6 +3,7 @@ package coretest
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/gpucal/gpucal/core"
 )
@@ -68,4 +69,19 @@ func (tx *memTx) logSize(job int64) int64 {
 	}
 	last := l[len(l)-1]
 	return last.Offset + last.N
+}
+
+// PruneLogs implements core.Tx.
+func (tx *memTx) PruneLogs(ctx context.Context, endedBefore time.Time) (int64, error) {
+	if err := tx.writable(); err != nil {
+		return 0, err
+	}
+	var n int64
+	for id, chunks := range tx.d.logs {
+		if j, ok := tx.d.jobs[id]; ok && !j.EndedAt.IsZero() && j.EndedAt.Before(endedBefore) {
+			n += int64(len(chunks))
+			delete(tx.d.logs, id)
+		}
+	}
+	return n, nil
 }
