@@ -11,16 +11,16 @@ import (
 	"github.com/gpucal/gpucal/core"
 )
 
-// stubborn ignores the checkpoint signal and SIGTERM and has forked
+// obstinate ignores the checkpoint signal and SIGTERM and has forked
 // children: only SIGKILL to the whole group ends it.
-const stubborn = `trap '' TERM USR1; sleep 1000 & sleep 1000 & echo ready; wait`
+const obstinate = `trap '' TERM USR1; sleep 1000 & sleep 1000 & echo ready; wait`
 
-// TestStopOrderDrainsStubbornJob: the server's stop order takes a job
+// TestStopOrderDrainsObstinateJob: the server's stop order takes a job
 // down its ladder; the job is reported draining, then exited by SIGKILL
 // before the deadline, every process of its group gone and its GPU free.
-func TestStopOrderDrainsStubbornJob(t *testing.T) {
+func TestStopOrderDrainsObstinateJob(t *testing.T) {
 	h := newHarness(t)
-	o := shJob(8, stubborn, "GPU-a")
+	o := shJob(8, obstinate, "GPU-a")
 	h.conn.set(core.DesiredState{Run: []core.JobOrder{o}, Timing: fastTiming})
 	h.start()
 	running := h.awaitJob(0, 8, "running", func(r core.JobReport) bool { return r.State == core.RunRunning })
@@ -106,7 +106,7 @@ func TestWithdrawnOrder(t *testing.T) {
 // stopped with reason unknown, by the server's drain timing.
 func TestUnknownJobStopped(t *testing.T) {
 	h := newHarness(t)
-	h.conn.set(core.DesiredState{Run: []core.JobOrder{shJob(9, stubborn)}, Timing: fastTiming})
+	h.conn.set(core.DesiredState{Run: []core.JobOrder{shJob(9, obstinate)}, Timing: fastTiming})
 	h.start()
 	h.awaitJob(0, 9, "running", func(r core.JobReport) bool { return r.State == core.RunRunning })
 	h.awaitLog(9, "ready")
@@ -130,7 +130,7 @@ func TestUnknownJobStopped(t *testing.T) {
 // window's start from its cache, and leaves a job on another GPU alone.
 func TestCutOffServerWindowDrains(t *testing.T) {
 	h := newHarness(t)
-	onA, onB := shJob(11, stubborn, "GPU-a"), shJob(12, stubborn, "GPU-b")
+	onA, onB := shJob(11, obstinate, "GPU-a"), shJob(12, obstinate, "GPU-b")
 	onA.Preemptible, onB.Preemptible = true, true
 	h.conn.set(core.DesiredState{Run: []core.JobOrder{onA, onB}, Timing: fastTiming})
 	h.start()
@@ -158,7 +158,7 @@ func TestCutOffServerWindowDrains(t *testing.T) {
 func TestFaultAfterDrain(t *testing.T) {
 	h := newHarness(t)
 	h.gpus.set(func(g *testGPUs) { g.sticky["GPU-a"] = true })
-	h.conn.set(core.DesiredState{Run: []core.JobOrder{shJob(13, stubborn, "GPU-a")}, Timing: fastTiming})
+	h.conn.set(core.DesiredState{Run: []core.JobOrder{shJob(13, obstinate, "GPU-a")}, Timing: fastTiming})
 	h.start(func(a *Agent) { a.gpuCheckFor = 200 * time.Millisecond })
 	running := h.awaitJob(0, 13, "running", func(r core.JobReport) bool { return r.State == core.RunRunning })
 	h.awaitLog(13, "ready")

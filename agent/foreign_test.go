@@ -28,7 +28,7 @@ func TestForeignProcessesStopped(t *testing.T) {
 		return cmd
 	}
 	polite := spawn("exec sleep 30")
-	stubborn := spawn(`trap '' TERM; while :; do sleep 0.05; done`)
+	obstinate := spawn(`trap '' TERM; while :; do sleep 0.05; done`)
 	owners := spawn("exec sleep 30")
 	unknown := spawn("exec sleep 30")
 	elsewhere := spawn("exec sleep 30")
@@ -37,7 +37,7 @@ func TestForeignProcessesStopped(t *testing.T) {
 		g.foreign = map[string][]gpu.Process{
 			"GPU-a": {
 				{PID: polite.Process.Pid, Owner: bob, OwnerKnown: true},
-				{PID: stubborn.Process.Pid, Owner: bob, OwnerKnown: true},
+				{PID: obstinate.Process.Pid, Owner: bob, OwnerKnown: true},
 				{PID: owners.Process.Pid, Owner: gpu.Owner{UID: 1000, User: "alice"}, OwnerKnown: true},
 				{PID: unknown.Process.Pid},
 			},
@@ -50,14 +50,14 @@ func TestForeignProcessesStopped(t *testing.T) {
 	since := h.conn.set(core.DesiredState{Interval: 30 * time.Millisecond, Timing: fastTiming, Windows: []core.Window{window}})
 	h.start()
 	h.await(since+5, "a few rounds with the policy off", func(core.Heartbeat) bool { return true })
-	if !alive(polite) || !alive(stubborn) {
+	if !alive(polite) || !alive(obstinate) {
 		t.Fatal("foreign processes were signalled with the policy off")
 	}
 
 	h.conn.set(core.DesiredState{Interval: 30 * time.Millisecond, Timing: fastTiming, Windows: []core.Window{window}, KillForeign: true})
 	start := time.Now()
 	waitUntil(t, 5*time.Second, "the polite process to go", func() bool { return !alive(polite) })
-	waitUntil(t, 5*time.Second, "the stubborn process to be killed", func() bool { return !alive(stubborn) })
+	waitUntil(t, 5*time.Second, "the obstinate process to be killed", func() bool { return !alive(obstinate) })
 	if took := time.Since(start); took < fastTiming.Term {
 		t.Errorf("the process that ignores SIGTERM was gone after %s, before SIGKILL was due (%s)", took, fastTiming.Term)
 	}

@@ -167,10 +167,10 @@ func groupAlive(t *testing.T, pgid int) bool {
 	return false
 }
 
-// stubborn ignores SIGTERM (and only notes the checkpoint signal), and
+// obstinate ignores SIGTERM (and only notes the checkpoint signal), and
 // forks two children that ignore SIGTERM too: only SIGKILL to the whole
 // group ends it.
-var stubborn = []string{"sh", "-c", `trap 'echo checkpoint requested' USR1; trap '' TERM; echo started; ` +
+var obstinate = []string{"sh", "-c", `trap 'echo checkpoint requested' USR1; trap '' TERM; echo started; ` +
 	`(trap '' TERM; exec sleep 1000) & (trap '' TERM; exec sleep 1000) & while :; do sleep 0.2; done`}
 
 // TestDrainEndToEnd: a preemptible job that ignores SIGTERM and forks
@@ -207,12 +207,12 @@ func drainScenario(t *testing.T, mode string) {
 	// Where the agent can give jobs cgroups (root, cgroup v2), the job also
 	// leaves a child outside its process group, which only the cgroup
 	// catches.
-	command := stubborn
+	command := obstinate
 	withCgroup := agent.DefaultCgroupRoot() != ""
 	if withCgroup {
-		command = []string{"sh", "-c", `setsid sh -c "trap '' TERM; exec sleep 1000" & echo "escaped $!"; ` + stubborn[2]}
+		command = []string{"sh", "-c", `setsid sh -c "trap '' TERM; exec sleep 1000" & echo "escaped $!"; ` + obstinate[2]}
 	}
-	j, err := admin.Submit(ctx, web.SubmitRequest{GPUs: 2, Model: "h100", Name: "stubborn", Preemptible: true, Command: command}, "")
+	j, err := admin.Submit(ctx, web.SubmitRequest{GPUs: 2, Model: "h100", Name: "obstinate", Preemptible: true, Command: command}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
