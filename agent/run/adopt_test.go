@@ -19,6 +19,14 @@ import (
 // test is its parent, so its first process stays a zombie until cleanup.
 func orphan(t *testing.T, script string) (Orphan, string) {
 	t.Helper()
+	return startOrphan(t, script, &syscall.SysProcAttr{Setpgid: true}, func() {}, func() {})
+}
+
+// startOrphan starts sh -c script with attr, its output in a fresh log.
+// When the test ends, before runs, then the group is killed and reaped,
+// then after runs.
+func startOrphan(t *testing.T, script string, attr *syscall.SysProcAttr, before, after func()) (Orphan, string) {
+	t.Helper()
 	log := filepath.Join(t.TempDir(), "job.log")
 	f, err := os.Create(log)
 	if err != nil {
@@ -27,13 +35,15 @@ func orphan(t *testing.T, script string) (Orphan, string) {
 	defer f.Close()
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		before()
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
+		after()
 	})
 	st, err := ReadStat(cmd.Process.Pid)
 	if err != nil {

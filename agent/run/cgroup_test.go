@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -301,29 +300,11 @@ func orphanIn(t *testing.T, script, dir string) (Orphan, string) {
 		t.Fatal(err)
 	}
 	defer cg.Close()
-	log := filepath.Join(t.TempDir(), "job.log")
-	f, err := os.Create(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: int(cg.Fd())}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		_ = removeCgroup(dir)
-	})
-	st, err := ReadStat(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Orphan{PID: cmd.Process.Pid, StartTicks: st.StartTicks, LogPath: log, Cgroup: dir}, log
+	o, log := startOrphan(t, script, &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: int(cg.Fd())},
+		func() { _ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) },
+		func() { _ = removeCgroup(dir) })
+	o.Cgroup = dir
+	return o, log
 }
 
 // TestAdoptKillsThroughCgroup: an agent restarted after its job's first
