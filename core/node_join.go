@@ -351,7 +351,18 @@ type NodeCheck struct {
 func (s *Service) CheckNodes(ctx context.Context, since time.Time) (NodeCheck, error) {
 	now := s.Now()
 	var out NodeCheck
-	err := s.store.Update(ctx, func(tx Tx) error {
+	// It runs every heartbeat interval: look first without a write
+	// transaction, which is all it takes while every agent answers.
+	changes := false
+	err := s.store.View(ctx, func(tx Tx) error {
+		nodes, err := tx.Nodes(ctx)
+		changes = slices.ContainsFunc(nodes, func(n Node) bool { return n.Managed() && s.nodeChanges(n, since, now) })
+		return err
+	})
+	if err != nil || !changes {
+		return out, err
+	}
+	err = s.store.Update(ctx, func(tx Tx) error {
 		out = NodeCheck{}
 		nodes, err := tx.Nodes(ctx)
 		if err != nil {
