@@ -208,8 +208,7 @@ func (s *Server) handleClearFault(w http.ResponseWriter, r *http.Request, a core
 		return
 	}
 	s.changed()
-	writeJSON(w, http.StatusOK, GPU{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID, Model: g.Model().String(),
-		Name: g.Name, Memory: g.MemoryMiB, State: string(g.State)})
+	writeJSON(w, http.StatusOK, gpuJSON(g))
 }
 
 // ClearFault puts GPU index of node back in service (admins).

@@ -225,10 +225,15 @@ func telemetryJSON(t core.Telemetry) *Telemetry {
 func nodeJSON(n core.Node) Node {
 	out := Node{Name: n.Name, CreatedAt: n.CreatedAt, GPUs: []GPU{}, State: string(n.State), LastSeen: n.LastSeen, Agent: n.Agent}
 	for _, g := range n.GPUs {
-		out.GPUs = append(out.GPUs, GPU{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID,
-			Model: g.Model().String(), Name: g.Name, Memory: g.MemoryMiB, State: string(g.State)})
+		out.GPUs = append(out.GPUs, gpuJSON(g))
 	}
 	return out
+}
+
+// gpuJSON is a GPU of the inventory, without what it is doing now.
+func gpuJSON(g core.GPU) GPU {
+	return GPU{ID: g.ID, Node: g.Node, Index: g.Index, UUID: g.UUID, Model: g.Model().String(), Name: g.Name,
+		Memory: g.MemoryMiB, State: string(g.State), Fault: g.Fault}
 }
 
 func calendarJSON(c core.Calendar) Calendar {
