@@ -131,9 +131,7 @@ func TestLeftoversStopped(t *testing.T) {
 	if liveGroup(t, r.PID) {
 		t.Error("the process the job left behind is still there")
 	}
-	if !strings.Contains(h.conn.log(19), "ready") {
-		t.Errorf("log %q; the child never ran", h.conn.log(19))
-	}
+	h.awaitLog(19, "ready") // the child ran
 }
 
 // TestRunAsSelf: a job is run as its owner, unless the agent runs every
