@@ -117,6 +117,17 @@ type Tx interface {
 	// already, and returns the value stored: the first writer wins.
 	EnsureSetting(ctx context.Context, name, value string) (string, error)
 
+	// ChatUser returns the link of a chat identity; InsertChatUser stores a
+	// new one (CodeConflict when the identity is linked already).
+	ChatUser(ctx context.Context, id ChatIdentity) (ChatUser, error)
+	InsertChatUser(ctx context.Context, c ChatUser) error
+	// SetChatUser points a linked identity at another user; SetChatZone
+	// changes its zone.
+	SetChatUser(ctx context.Context, id ChatIdentity, user string) error
+	SetChatZone(ctx context.Context, id ChatIdentity, zone string) error
+	// ChatUsersOf returns the identities linked to user, by platform, team and ID.
+	ChatUsersOf(ctx context.Context, user string) ([]ChatUser, error)
+
 	// InsertEvents appends events to the outbox; one whose DedupKey is
 	// already there is skipped.
 	InsertEvents(ctx context.Context, es []Event) error

@@ -236,3 +236,14 @@ type eventRow struct {
 	Detail        string `bun:"detail"`
 	DedupKey      string `bun:"dedup_key"`
 }
+
+// chatRow links a person on a chat platform to a gpucal user.
+type chatRow struct {
+	bun.BaseModel `bun:"table:chat_identities"`
+	Platform      string `bun:"platform,pk"`
+	Team          string `bun:"team,pk"`
+	ExternalID    string `bun:"external_id,pk"`
+	User          string `bun:"user_name"`
+	Zone          string `bun:"tz"`
+	CreatedAt     stamp  `bun:"created_at"`
+}

@@ -45,6 +45,7 @@ type memData struct {
 	credentials  map[int64]string // node ID → the hash of its credential
 	joinTokens   map[string]core.JoinToken
 	logs         map[int64][]core.LogChunk // by job, in offset order, without gaps
+	chat         map[core.ChatIdentity]core.ChatUser
 
 	lastNode, lastGPU, lastReservation, lastToken, lastAudit, lastJob, lastEvent int64
 }
@@ -130,6 +131,7 @@ func (d *memData) clone() *memData {
 	c.credentials = maps.Clone(d.credentials)
 	c.joinTokens = maps.Clone(d.joinTokens)
 	c.settings = maps.Clone(d.settings)
+	c.chat = maps.Clone(d.chat)
 	// Chunks are never changed once stored, so their Data may be shared.
 	c.logs = make(map[int64][]core.LogChunk, len(d.logs))
 	for id, l := range d.logs {

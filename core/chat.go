@@ -1,0 +1,227 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// ChatIdentity is a person on a chat platform: the platform ("slack",
+// "discord"), the workspace or guild, and the platform's ID for the person.
+type ChatIdentity struct {
+	Platform string
+	Team     string
+	ID       string
+}
+
+func (c ChatIdentity) String() string { return c.Platform + ":" + c.Team + "/" + c.ID }
+
+// ChatProfile is what the platform says about a person. It names the gpucal
+// user created on first use and gives the zone replies start in.
+type ChatProfile struct {
+	Handle string // the platform's user name ("alice", "alice.smith")
+	Name   string // the display or real name
+	Email  string
+	Zone   string // IANA zone, "" when the platform has none (Discord)
+	// Admin says the site configured this person as a gpucal admin (by
+	// platform ID or email). It grants admin on first use and later; it
+	// never takes admin away.
+	Admin bool
+}
+
+// ChatUser links a chat identity to the gpucal user it acts as.
+type ChatUser struct {
+	ChatIdentity
+	User      string
+	Zone      string // "" until the platform or the person gives one
+	CreatedAt time.Time
+}
+
+// Location returns the user's zone, or fallback when none is set or the
+// stored one no longer loads.
+func (c ChatUser) Location(fallback *time.Location) *time.Location {
+	if c.Zone != "" {
+		if loc, err := time.LoadLocation(c.Zone); err == nil {
+			return loc
+		}
+	}
+	return fallback
+}
+
+// ChatActor returns the actor a chat identity acts as, creating its gpucal
+// user on first use: named after the email's local part, else the handle,
+// else the platform ID, made a valid user name, and never an existing
+// user's name (a Slack "alice" must not become the gpucal "alice" someone
+// else may be; an admin links the two with LinkChat).
+func (s *Service) ChatActor(ctx context.Context, id ChatIdentity, p ChatProfile) (Actor, ChatUser, error) {
+	if id.Platform == "" || id.Team == "" || id.ID == "" {
+		return Actor{}, ChatUser{}, Errorf(CodeInvalid, "a chat identity needs a platform, a team and an ID")
+	}
+	var (
+		cu    ChatUser
+		a     Actor
+		found bool
+	)
+	err := s.store.View(ctx, func(tx Tx) error {
+		c, err := tx.ChatUser(ctx, id)
+		if ErrorCode(err) == CodeNotFound {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		cu, found = c, true
+		a, err = actorOf(ctx, tx, c.User)
+		return err
+	})
+	if err != nil || (found && (a.Admin || !p.Admin)) {
+		return a, cu, err
+	}
+	now := s.Now()
+	err = s.store.Update(ctx, func(tx Tx) error {
+		c, err := tx.ChatUser(ctx, id)
+		switch {
+		case ErrorCode(err) == CodeNotFound:
+			if c, err = s.newChatUser(ctx, tx, id, p, now); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		}
+		if err := s.ensureUser(ctx, tx, System, c.User, p.Admin, now); err != nil {
+			return err
+		}
+		cu = c
+		a, err = actorOf(ctx, tx, c.User)
+		return err
+	})
+	return a, cu, err
+}
+
+// newChatUser creates the gpucal user for a first-time chat identity.
+func (s *Service) newChatUser(ctx context.Context, tx Tx, id ChatIdentity, p ChatProfile, now time.Time) (ChatUser, error) {
+	base := chatUserName(id, p)
+	name := ""
+	for i := 1; i <= 100 && name == ""; i++ {
+		try := base
+		if i > 1 {
+			try = fmt.Sprintf("%s-%d", base, i)
+		}
+		if _, err := tx.User(ctx, try); ErrorCode(err) == CodeNotFound {
+			name = try
+		} else if err != nil {
+			return ChatUser{}, err
+		}
+	}
+	if name == "" {
+		return ChatUser{}, Errorf(CodeConflict, "no free user name for %s", id)
+	}
+	if err := tx.InsertUser(ctx, User{Name: name, Admin: p.Admin, CreatedAt: now}); err != nil {
+		return ChatUser{}, err
+	}
+	zone := p.Zone
+	if _, err := time.LoadLocation(zone); err != nil || zone == "Local" {
+		zone = ""
+	}
+	c := ChatUser{ChatIdentity: id, User: name, Zone: zone, CreatedAt: now}
+	if err := tx.InsertChatUser(ctx, c); err != nil {
+		return ChatUser{}, err
+	}
+	return c, tx.Audit(ctx, AuditEntry{At: now, Actor: System.User, Action: "user.add", Object: "user/" + name,
+		Detail: fmt.Sprintf("first use from %s (%s), admin=%t", id, p.Name, p.Admin)})
+}
+
+// chatUserName makes a valid user name from what the platform says.
+func chatUserName(id ChatIdentity, p ChatProfile) string {
+	local, _, _ := strings.Cut(p.Email, "@")
+	for _, s := range []string{local, p.Handle, id.Platform + "-" + id.ID} {
+		var b strings.Builder
+		for _, r := range strings.ToLower(s) {
+			switch {
+			case r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)), r == '.', r == '_', r == '-':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteRune('-')
+			}
+		}
+		n := strings.Trim(b.String(), "._-")
+		if len(n) > 56 { // room for a "-NN" suffix
+			n = n[:56]
+		}
+		if n != "" && ValidName("user", n) == nil {
+			return n
+		}
+	}
+	return "chat-user"
+}
+
+// actorOf loads a user's actor: admin flag and project roles.
+func actorOf(ctx context.Context, tx Tx, user string) (Actor, error) {
+	u, err := tx.User(ctx, user)
+	if err != nil {
+		return Actor{}, err
+	}
+	roles, err := tx.Roles(ctx, user)
+	return Actor{User: u.Name, Admin: u.Admin, Roles: roles}, err
+}
+
+// SetChatZone sets the zone a chat user's replies and times use (/gpu tz).
+func (s *Service) SetChatZone(ctx context.Context, id ChatIdentity, zone string) (ChatUser, error) {
+	loc, err := time.LoadLocation(zone)
+	if err != nil || zone == "" || zone == "Local" {
+		return ChatUser{}, Errorf(CodeInvalid, "%q is not a time zone; use a name like Europe/Berlin, Asia/Shanghai or America/New_York", zone)
+	}
+	var out ChatUser
+	err = s.store.Update(ctx, func(tx Tx) error {
+		c, err := tx.ChatUser(ctx, id)
+		if err != nil {
+			return err
+		}
+		c.Zone = loc.String()
+		if err := tx.SetChatZone(ctx, id, c.Zone); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	return out, err
+}
+
+// LinkChat makes a chat identity act as an existing gpucal user (admins
+// only): for the person who used the CLI before they used chat.
+func (s *Service) LinkChat(ctx context.Context, a Actor, id ChatIdentity, user string) (ChatUser, error) {
+	if !a.Admin {
+		return ChatUser{}, Errorf(CodeForbidden, "only admins may link chat identities to users")
+	}
+	now := s.Now()
+	var out ChatUser
+	err := s.store.Update(ctx, func(tx Tx) error {
+		if _, err := tx.User(ctx, user); err != nil {
+			return err
+		}
+		c, err := tx.ChatUser(ctx, id)
+		switch {
+		case ErrorCode(err) == CodeNotFound:
+			c = ChatUser{ChatIdentity: id, CreatedAt: now}
+			c.User = user
+			err = tx.InsertChatUser(ctx, c)
+		case err == nil:
+			c.User = user
+			err = tx.SetChatUser(ctx, id, user)
+		}
+		if err != nil {
+			return err
+		}
+		out = c
+		return tx.Audit(ctx, AuditEntry{At: now, Actor: a.User, Action: "user.link", Object: "user/" + user, Detail: id.String()})
+	})
+	return out, err
+}
+
+// ChatUsers lists the chat identities linked to user, for direct messages.
+func (s *Service) ChatUsers(ctx context.Context, user string) ([]ChatUser, error) {
+	var cs []ChatUser
+	err := s.store.View(ctx, func(tx Tx) (err error) { cs, err = tx.ChatUsersOf(ctx, user); return err })
+	return cs, err
+}
