@@ -55,6 +55,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFake$$' -fuzztime $(FUZZTIME) ./agent/gpu
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStatusUID$$' -fuzztime $(FUZZTIME) ./agent/gpu
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadMiniBatch$$' -fuzztime $(FUZZTIME) ./sim
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./bot
 
 clean:
 	rm -rf bin

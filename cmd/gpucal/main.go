@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // zones for /gpu tz and chat users on hosts without a zone database
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -50,6 +51,7 @@ func commands() []command {
 		{"project", "manage projects: project add nlp --members alice,bob, project list", runProject},
 		{"audit", "show the audit log (admins)", runAudit},
 		{"agent", "run on a GPU node: agent --server URL --join-token TOKEN runs its jobs and serves DCGM-named metrics on :9400", runAgent},
+		{"parse", "show how the chat reads a /gpu text: parse --tz Asia/Shanghai book 4 a100 tomorrow 9-13", runParse},
 		{"sim", "replay a job trace through the planner: sim --trace FILE --format philly --compare", runSim},
 		{"eval", "measure estimates on traces: eval estimate --trace FILE --format swf, eval progress --trace DIR", runEval},
 		{"version", "print the version", func(ctx context.Context, e *env, args []string) error {

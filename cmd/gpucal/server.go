@@ -29,6 +29,7 @@ type serverConfig struct {
 	bootstrapToken string
 	replanEvery    string
 	nodes          core.NodePolicy
+	chat           chatConfig
 }
 
 func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
@@ -47,6 +48,7 @@ func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&c.nodes.Drain.Kill, "drain-kill", c.nodes.Drain.Kill, "… and SIGKILL this long before it")
 	fs.DurationVar(&c.nodes.LogRetention, "log-retention", c.nodes.LogRetention, "how long the server keeps a job's log after it ended (0: for ever)")
 	fs.BoolVar(&c.nodes.KillForeign, "kill-foreign-processes", false, "agents stop processes gpucal did not start on reserved GPUs when the window opens (default: report them only)")
+	c.chat.flags(fs, e)
 }
 
 // replanPeriod reads --replan-every: a duration of at least a second.
@@ -118,9 +120,22 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
 	}
 	loop := scheduler.New(svc, log.With("component", "scheduler"), every, replanDebounce)
-	api := web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, Logger: log.With("component", "web"), OnChange: loop.Kick})
+	chat, err := setupChat(cfg.chat, svc, log, loop.Kick)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	var handler http.Handler = web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, Logger: log.With("component", "web"), OnChange: loop.Kick})
+	if len(chat.routes) > 0 {
+		mux := http.NewServeMux()
+		for prefix, h := range chat.routes {
+			mux.Handle(prefix, h)
+		}
+		mux.Handle("/", handler)
+		handler = mux
+	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -134,15 +149,20 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 	// and serve waits for them before the database closes.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	errc := make(chan error, 4)
-	running := 4
 	started := time.Now()
-	go func() { errc <- srv.Serve(ln) }()
-	go func() { errc <- purgeKeys(ctx, db, svc, log) }()
-	go func() { errc <- loop.Run(ctx) }()
-	go func() {
-		errc <- scheduler.WatchNodes(ctx, svc, log.With("component", "nodes"), cfg.nodes.Interval, started, loop.Kick)
-	}()
+	parts := append([]func(context.Context) error{
+		func(context.Context) error { return srv.Serve(ln) },
+		func(ctx context.Context) error { return purgeKeys(ctx, db, svc, log) },
+		loop.Run,
+		func(ctx context.Context) error {
+			return scheduler.WatchNodes(ctx, svc, log.With("component", "nodes"), cfg.nodes.Interval, started, loop.Kick)
+		},
+	}, chat.parts...)
+	errc := make(chan error, len(parts))
+	running := len(parts)
+	for _, p := range parts {
+		go func() { errc <- p(ctx) }()
+	}
 	if h.ready != nil {
 		h.ready(url)
 	}

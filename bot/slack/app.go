@@ -1,0 +1,243 @@
+package slack
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/gpucal/gpucal/bot"
+	"github.com/gpucal/gpucal/core"
+)
+
+// Config is how the app talks to Slack.
+type Config struct {
+	BotToken      string // xoxb-…, for the Web API
+	AppToken      string // xapp-…, for Socket Mode
+	SigningSecret string // for HTTP mode: verifies that requests come from Slack
+	// Admins are the Slack user IDs (U…) and emails of people who are gpucal
+	// admins when they use Slack.
+	Admins []string
+	// Zone is used for people whose Slack profile has no zone.
+	Zone *time.Location
+	// APIURL replaces https://slack.com/api/ (tests point it at a fake).
+	APIURL string
+	// AckWithin is how long a command may take before Slack is answered
+	// "working on it" and the reply follows through response_url. Slack
+	// gives 3 s; the default leaves room for the network.
+	AckWithin time.Duration
+	Logger    *slog.Logger
+}
+
+// App is the Slack side of gpucal.
+type App struct {
+	api     *slackapi.Client
+	svc     *core.Service
+	handler *bot.Handler
+	cfg     Config
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	profiles map[string]cachedProfile // by team/user
+	seen     *seenSet
+	work     sync.WaitGroup // replies still being finished
+}
+
+type cachedProfile struct {
+	p  core.ChatProfile
+	at time.Time
+}
+
+// profileTTL is how long a Slack profile is trusted before users.info is
+// asked again (names, zones and admin emails change rarely).
+const profileTTL = time.Hour
+
+// New returns an App. A bot token is required; Socket Mode also needs the
+// app token, HTTP mode the signing secret.
+func New(svc *core.Service, h *bot.Handler, cfg Config) (*App, error) {
+	if !strings.HasPrefix(cfg.BotToken, "xoxb-") {
+		return nil, errors.New("slack: the bot token must start with xoxb-")
+	}
+	if cfg.Zone == nil {
+		cfg.Zone = time.UTC
+	}
+	if cfg.AckWithin <= 0 {
+		cfg.AckWithin = 2500 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts := []slackapi.Option{slackapi.OptionRetry(2)}
+	if cfg.AppToken != "" {
+		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
+	}
+	if cfg.APIURL != "" {
+		opts = append(opts, slackapi.OptionAPIURL(cfg.APIURL))
+	}
+	for i, a := range cfg.Admins {
+		cfg.Admins[i] = strings.ToLower(strings.TrimSpace(a))
+	}
+	return &App{
+		api: slackapi.New(cfg.BotToken, opts...), svc: svc, handler: h, cfg: cfg,
+		log: cfg.Logger.With("bot", "slack"), profiles: map[string]cachedProfile{}, seen: newSeenSet(10000),
+	}, nil
+}
+
+// Wait waits for replies still being sent through response_url.
+func (a *App) Wait() { a.work.Wait() }
+
+// request identifies a Slack person as a gpucal actor, creating their
+// gpucal user on first use.
+func (a *App) request(ctx context.Context, team, user string) (bot.Request, error) {
+	if team == "" || user == "" {
+		return bot.Request{}, core.Errorf(core.CodeInvalid, "slack: the request names no team or user")
+	}
+	p, err := a.profile(ctx, team, user)
+	if err != nil {
+		return bot.Request{}, err
+	}
+	id := core.ChatIdentity{Platform: "slack", Team: team, ID: user}
+	actor, cu, err := a.svc.ChatActor(ctx, id, p)
+	if err != nil {
+		return bot.Request{}, err
+	}
+	return bot.Request{Actor: actor, Identity: id, Loc: cu.Location(a.cfg.Zone)}, nil
+}
+
+// profile asks Slack who a person is, at most once an hour per person.
+func (a *App) profile(ctx context.Context, team, user string) (core.ChatProfile, error) {
+	key := team + "/" + user
+	a.mu.Lock()
+	c, ok := a.profiles[key]
+	a.mu.Unlock()
+	if ok && time.Since(c.at) < profileTTL {
+		return c.p, nil
+	}
+	u, err := a.api.GetUserInfoContext(ctx, user)
+	if err != nil {
+		return core.ChatProfile{}, fmt.Errorf("slack: users.info %s: %w", user, err)
+	}
+	p := core.ChatProfile{Handle: u.Name, Name: u.RealName, Email: u.Profile.Email, Zone: u.TZ}
+	p.Admin = slices.Contains(a.cfg.Admins, strings.ToLower(user)) ||
+		(p.Email != "" && slices.Contains(a.cfg.Admins, strings.ToLower(p.Email)))
+	a.mu.Lock()
+	a.profiles[key] = cachedProfile{p: p, at: time.Now()}
+	a.mu.Unlock()
+	return p, nil
+}
+
+// runCommand answers a slash command. When the answer is ready within
+// AckWithin, ack gets it; otherwise ack gets "working on it" and the
+// answer follows through the command's response_url. It returns once ack
+// was called; the channel closes when the answer has been sent.
+func (a *App) runCommand(ctx context.Context, sc slackapi.SlashCommand, ack func(*slackapi.WebhookMessage)) <-chan struct{} {
+	finished := make(chan struct{})
+	done := make(chan bot.Reply, 1)
+	go func() { done <- a.answer(ctx, sc) }()
+	timer := time.NewTimer(a.cfg.AckWithin)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		ack(message(r, false))
+		close(finished)
+		return finished
+	case <-timer.C:
+	}
+	ack(&slackapi.WebhookMessage{ResponseType: slackapi.ResponseTypeEphemeral, Text: "Working on it…"})
+	a.work.Add(1)
+	go func() {
+		defer a.work.Done()
+		defer close(finished)
+		a.respond(ctx, sc.ResponseURL, <-done, true)
+	}()
+	return finished
+}
+
+// answer runs the text of a slash command for the person who sent it.
+func (a *App) answer(ctx context.Context, sc slackapi.SlashCommand) bot.Reply {
+	req, err := a.request(ctx, sc.TeamID, sc.UserID)
+	if err != nil {
+		return a.unknownPerson(err)
+	}
+	return a.handler.Handle(ctx, req, sc.Text)
+}
+
+// press runs the command a button carries, as the person who pressed it,
+// and replaces the message the button was on with the answer.
+func (a *App) press(ctx context.Context, cb slackapi.InteractionCallback) {
+	if cb.Type != slackapi.InteractionTypeBlockActions {
+		return
+	}
+	for _, act := range cb.ActionCallback.BlockActions {
+		if !strings.HasPrefix(act.ActionID, actionPrefix) {
+			continue
+		}
+		var r bot.Reply
+		cmd, ok := command(act.Value)
+		req, err := a.request(ctx, cb.Team.ID, cb.User.ID)
+		switch {
+		case !ok:
+			r = bot.Reply{Text: "That button no longer works; run the command again.", Error: true}
+		case err != nil:
+			r = a.unknownPerson(err)
+		default:
+			// Pressing the same button twice books once.
+			sum := sha256.Sum256([]byte(cb.Container.MessageTs + "\x00" + act.ActionID + "\x00" + act.Value))
+			req.Key = "slack:" + hex.EncodeToString(sum[:16])
+			r = a.handler.Execute(ctx, req, cmd)
+		}
+		a.respond(ctx, cb.ResponseURL, r, !r.Error)
+	}
+}
+
+// respond sends a reply through a response_url.
+func (a *App) respond(ctx context.Context, url string, r bot.Reply, replace bool) {
+	if url == "" {
+		return
+	}
+	if err := slackapi.PostWebhookContext(ctx, url, message(r, replace)); err != nil {
+		a.log.Warn("could not answer through response_url", "err", err)
+	}
+}
+
+// unknownPerson is the reply when Slack or the database could not say who
+// is asking; the cause is logged, not shown.
+func (a *App) unknownPerson(err error) bot.Reply {
+	a.log.Error("could not identify a Slack user", "err", err)
+	return bot.Reply{Text: "gpucal could not look you up just now; try again in a minute.", Error: true}
+}
+
+// seenSet remembers recent request IDs so that a retried or replayed
+// request is handled once. It forgets the oldest beyond its size.
+type seenSet struct {
+	mu    sync.Mutex
+	max   int
+	ids   map[string]struct{}
+	order []string
+}
+
+func newSeenSet(max int) *seenSet { return &seenSet{max: max, ids: map[string]struct{}{}} }
+
+// first reports whether id is new, and remembers it.
+func (s *seenSet) first(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ids[id]; ok {
+		return false
+	}
+	s.ids[id] = struct{}{}
+	s.order = append(s.order, id)
+	if len(s.order) > s.max {
+		delete(s.ids, s.order[0])
+		s.order = s.order[1:]
+	}
+	return true
+}
