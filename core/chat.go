@@ -194,6 +194,12 @@ func (s *Service) LinkChat(ctx context.Context, a Actor, id ChatIdentity, user s
 	if !a.Admin {
 		return ChatUser{}, Errorf(CodeForbidden, "only admins may link chat identities to users")
 	}
+	if id.Platform != "slack" && id.Platform != "discord" {
+		return ChatUser{}, Errorf(CodeInvalid, "chat platform %q: use slack or discord", id.Platform)
+	}
+	if id.Team == "" || id.ID == "" || len(id.Team) > 64 || len(id.ID) > 64 {
+		return ChatUser{}, Errorf(CodeInvalid, "a chat identity needs a team (workspace or server) ID and a user ID")
+	}
 	now := s.Now()
 	var out ChatUser
 	err := s.store.Update(ctx, func(tx Tx) error {
@@ -217,6 +223,24 @@ func (s *Service) LinkChat(ctx context.Context, a Actor, id ChatIdentity, user s
 		return tx.Audit(ctx, AuditEntry{At: now, Actor: a.User, Action: "user.link", Object: "user/" + user, Detail: id.String()})
 	})
 	return out, err
+}
+
+// ChatLinks lists the chat identities linked to user, for the user
+// themself or an admin.
+func (s *Service) ChatLinks(ctx context.Context, a Actor, user string) ([]ChatUser, error) {
+	if !a.Admin && a.User != user {
+		return nil, Errorf(CodeForbidden, "only admins may see someone else's chat identities")
+	}
+	var cs []ChatUser
+	err := s.store.View(ctx, func(tx Tx) error {
+		if _, err := tx.User(ctx, user); err != nil {
+			return err
+		}
+		var err error
+		cs, err = tx.ChatUsersOf(ctx, user)
+		return err
+	})
+	return cs, err
 }
 
 // ChatUsers lists the chat identities linked to user, for direct messages.

@@ -138,6 +138,20 @@ type User struct {
 	CreatedAt time.Time         `json:"created_at,omitzero"`
 }
 
+// ChatLink is a person on a chat platform acting as a gpucal user.
+type ChatLink struct {
+	Platform  string    `json:"platform"` // "slack" or "discord"
+	Team      string    `json:"team"`     // the Slack workspace or Discord server ID
+	ID        string    `json:"id"`       // the platform's user ID
+	User      string    `json:"user,omitempty"`
+	Zone      string    `json:"zone,omitempty"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+}
+
+func chatLinkJSON(c core.ChatUser) ChatLink {
+	return ChatLink{Platform: c.Platform, Team: c.Team, ID: c.ID, User: c.User, Zone: c.Zone, CreatedAt: c.CreatedAt}
+}
+
 // Project is a project with its members.
 type Project struct {
 	Name    string   `json:"name"`

@@ -208,6 +208,18 @@ func (c *Client) AddUser(ctx context.Context, u User) (User, error) {
 	return out, c.do(ctx, http.MethodPost, "/api/v1/users", nil, User{Name: u.Name, Admin: u.Admin}, &out)
 }
 
+// LinkChat makes a chat identity act as user (admins only).
+func (c *Client) LinkChat(ctx context.Context, user string, l ChatLink) (ChatLink, error) {
+	var out ChatLink
+	return out, c.do(ctx, http.MethodPost, "/api/v1/users/"+url.PathEscape(user)+"/chat-links", nil, l, &out)
+}
+
+// ChatLinks lists the chat identities linked to user (the user or an admin).
+func (c *Client) ChatLinks(ctx context.Context, user string) ([]ChatLink, error) {
+	var out []ChatLink
+	return out, c.do(ctx, http.MethodGet, "/api/v1/users/"+url.PathEscape(user)+"/chat-links", nil, nil, &out)
+}
+
 // Projects lists projects.
 func (c *Client) Projects(ctx context.Context) ([]Project, error) {
 	var out []Project

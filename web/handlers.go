@@ -227,6 +227,33 @@ func (s *Server) handleAddUser(w http.ResponseWriter, r *http.Request, a core.Ac
 	writeJSON(w, http.StatusCreated, User{Name: u.Name, Admin: u.Admin, CreatedAt: u.CreatedAt})
 }
 
+func (s *Server) handleChatLinks(w http.ResponseWriter, r *http.Request, a core.Actor) {
+	cs, err := s.svc.ChatLinks(r.Context(), a, r.PathValue("name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]ChatLink, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, chatLinkJSON(c))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleLinkChat(w http.ResponseWriter, r *http.Request, a core.Actor) {
+	var req ChatLink
+	if err := decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err := s.svc.LinkChat(r.Context(), a, core.ChatIdentity{Platform: req.Platform, Team: req.Team, ID: req.ID}, r.PathValue("name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, chatLinkJSON(c))
+}
+
 func (s *Server) handleProjects(w http.ResponseWriter, r *http.Request, a core.Actor) {
 	ps, err := s.svc.Projects(r.Context(), a)
 	if err != nil {

@@ -91,6 +91,8 @@ func (s *Server) routes() {
 	api("POST /api/v1/whatif", s.handleWhatIf)
 	api("GET /api/v1/users", s.handleUsers)
 	api("POST /api/v1/users", s.handleAddUser)
+	api("GET /api/v1/users/{name}/chat-links", s.handleChatLinks)
+	api("POST /api/v1/users/{name}/chat-links", s.handleLinkChat)
 	api("GET /api/v1/projects", s.handleProjects)
 	api("POST /api/v1/projects", s.handleAddProject)
 	api("POST /api/v1/projects/{name}/members", s.handleSetMember)

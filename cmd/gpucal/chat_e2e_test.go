@@ -84,4 +84,16 @@ func TestSlackHTTPBooking(t *testing.T) {
 		t.Fatalf("reservations %+v; want carol's 2 GPUs tomorrow 10:00–12:00 UTC", rs)
 	}
 	t.Logf("the signed command booked %s and answered in %v", rs[0].ID, took)
+
+	// carol was created on first use; an admin sees her link and links
+	// another Slack person to an existing user.
+	if out, errOut, code := s.cli("user", "links", "carol"); code != 0 || !strings.Contains(out, "slack    T1/U7  zone UTC") {
+		t.Errorf("user links carol: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := s.cli("user", "link", "admin", "--slack", "T1/U9"); code != 0 || out != "slack T1/U9 now acts as admin.\n" {
+		t.Errorf("user link: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := s.cli("user", "link", "admin", "--slack", "T1"); code != 2 || !strings.Contains(errOut, "WORKSPACE_ID/USER_ID") {
+		t.Errorf("user link with a bad identity: exit %d, %s", code, errOut)
+	}
 }

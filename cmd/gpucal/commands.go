@@ -367,8 +367,11 @@ func runToken(ctx context.Context, e *env, args []string) error {
 }
 
 func runUser(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && (args[0] == "link" || args[0] == "links") {
+		return runUserLink(ctx, e, args[0], args[1:])
+	}
 	if len(args) == 0 || (args[0] != "add" && args[0] != "list") {
-		return usagef("usage: gpucal user add NAME [--admin] | gpucal user list")
+		return usagef("usage: gpucal user add NAME [--admin] | user list | user link NAME --slack TEAM/USER | user links NAME")
 	}
 	var cf clientFlags
 	var admin bool
@@ -398,6 +401,59 @@ func runUser(ctx context.Context, e *env, args []string) error {
 	}
 	printUsers(e.stdout, us, loc)
 	return nil
+}
+
+// runUserLink links a Slack or Discord person to an existing user
+// (admins), or lists a user's links.
+func runUserLink(ctx context.Context, e *env, sub string, args []string) error {
+	var cf clientFlags
+	var slackID, discordID string
+	fs := newFlagSet("user "+sub, e)
+	if sub == "link" {
+		fs.StringVar(&slackID, "slack", "", "the Slack person: WORKSPACE_ID/USER_ID, like T024BE7LD/U024BE7LH")
+		fs.StringVar(&discordID, "discord", "", "the Discord person: SERVER_ID/USER_ID")
+	}
+	pos, c, loc, err := cf.setup(e, fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if sub == "links" {
+		ls, err := c.ChatLinks(ctx, pos[0])
+		if err != nil || cf.json {
+			return jsonOr(e, err, cf.json, ls)
+		}
+		if len(ls) == 0 {
+			fmt.Fprintf(e.stdout, "%s has no chat identities.\n", pos[0])
+		}
+		for _, l := range ls {
+			fmt.Fprintf(e.stdout, "%-8s %s/%s  zone %s  since %s\n", l.Platform, l.Team, l.ID, orDash(l.Zone), l.CreatedAt.In(loc).Format("2006-01-02 15:04"))
+		}
+		return nil
+	}
+	platform, who := "slack", slackID
+	if (slackID == "") == (discordID == "") {
+		return usagef("give the person with exactly one of --slack TEAM/USER or --discord SERVER/USER")
+	}
+	if discordID != "" {
+		platform, who = "discord", discordID
+	}
+	team, id, ok := strings.Cut(who, "/")
+	if !ok || team == "" || id == "" {
+		return usagef("--%s %q: write WORKSPACE_ID/USER_ID", platform, who)
+	}
+	l, err := c.LinkChat(ctx, pos[0], web.ChatLink{Platform: platform, Team: team, ID: id})
+	if err != nil || cf.json {
+		return jsonOr(e, err, cf.json, l)
+	}
+	fmt.Fprintf(e.stdout, "%s %s/%s now acts as %s.\n", platform, team, id, l.User)
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func runProject(ctx context.Context, e *env, args []string) error {
