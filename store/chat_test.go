@@ -27,7 +27,10 @@ func TestChatIdentities(t *testing.T) {
 			return tx.InsertChatUser(ctx, core.ChatUser{ChatIdentity: core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U9"}, User: "zed", CreatedAt: t0})
 		})
 		wantCode(t, err, core.CodeNotFound, "user zed not found")
-		err = f.db.View(ctx, func(tx core.Tx) error { _, err := tx.ChatUser(ctx, core.ChatIdentity{Platform: "slack", Team: "T2", ID: "U1"}); return err })
+		err = f.db.View(ctx, func(tx core.Tx) error {
+			_, err := tx.ChatUser(ctx, core.ChatIdentity{Platform: "slack", Team: "T2", ID: "U1"})
+			return err
+		})
 		wantCode(t, err, core.CodeNotFound, "chat identity slack:T2/U1 not found")
 		err = f.db.Update(ctx, func(tx core.Tx) error { return tx.SetChatUser(ctx, u2, "zed") })
 		wantCode(t, err, core.CodeNotFound, "user zed not found")
