@@ -49,6 +49,12 @@ func instant(lang string, t, now time.Time, loc *time.Location) string {
 // day: "Thu 3 Dec 09:00–13:00", "Thu 3 Dec 22:00 – Fri 4 Dec 02:00".
 func window(lang string, start, end, now time.Time, loc *time.Location) string {
 	s, e := start.In(loc), end.In(loc)
+	_, so := s.Zone()
+	_, eo := e.Zone()
+	if so != eo {
+		// The clocks change inside the window: say which side of it each end is on.
+		return instant(lang, s, now, loc) + " " + s.Format("MST") + " – " + instant(lang, e, now, loc) + " " + e.Format("MST")
+	}
 	if s.Year() == e.Year() && s.YearDay() == e.YearDay() {
 		return instant(lang, s, now, loc) + "–" + e.Format("15:04")
 	}

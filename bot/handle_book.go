@@ -29,8 +29,8 @@ func (h *Handler) book(ctx context.Context, req Request, cmd Command) Reply {
 		end = start.Add(time.Duration(cmd.Duration))
 	}
 	if end.IsZero() {
-		return Reply{Text: say(cmd.Lang, "Until when? Add an end or a length: …%s 9-13, or …for 3h.",
-			"到什么时候？请加上结束时间或时长，例如 …9点到13点，或 …3小时。", ""), Error: true}
+		return Reply{Text: say(cmd.Lang, "Until when? Add an end or a length: … 9-13, or … for 3h.",
+			"到什么时候？请加上结束时间或时长，例如 …9点到13点，或 …3小时。"), Error: true}
 	}
 	what := spec(cmd.Lang, cmd.GPUs, cmd.Model) + ", " + window(cmd.Lang, start, end, now, loc)
 	if cmd.Ambiguous != "" {
@@ -90,7 +90,7 @@ func (h *Handler) refused(req Request, cmd Command, start, end time.Time, c *cor
 			label = say(cmd.Lang, "Book %s", "预定 %s", at)
 		case "fewer":
 			offer = say(cmd.Lang, "%s then", "届时有 %s", spec(cmd.Lang, a.GPUs, a.Model))
-			label = say(cmd.Lang, "Book %d %s", "预定 %d 张 %s", a.GPUs, at)
+			label = say(cmd.Lang, "Book %s %s", "预定 %s %s", spec(cmd.Lang, a.GPUs, a.Model), at)
 		case "model":
 			offer = say(cmd.Lang, "%s then", "届时有 %s", spec(cmd.Lang, a.GPUs, a.Model))
 			label = say(cmd.Lang, "Book %s", "预定 %s", spec(cmd.Lang, a.GPUs, a.Model))

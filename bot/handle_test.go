@@ -152,6 +152,7 @@ func TestViews(t *testing.T) {
 		{"status", []string{"20 GPUs on 3 nodes: 8 running jobs, 0 reserved and idle, 12 free, 0 down.", "A100-80GB: 8 busy, 0 reserved, 8 free, 0 down (of 16)", "H100-80GB: 0 busy, 0 reserved, 4 free, 0 down (of 4)"}, f.bob, false},
 		{"when 8 h100 12h", []string{"only 4"}, f.bob, true},
 		{"when 4 h100 2h", []string{"4×H100: starts now", "node-3 (GPUs 0–3)"}, f.bob, false},
+		{"when 4 h100 2h tomorrow 9am", []string{"Predictions start from now; to be sure of Tue 8 Jan 09:00–11:00, book it.", "[Book it]"}, f.bob, false},
 		{"calendar", []string{"Web: https://gpucal.example.org"}, f.bob, false},
 		{"help", []string{"/gpu book 4 a100 tomorrow 9-13"}, f.bob, false},
 		{"帮助", []string{"/gpu 预定"}, f.bob, false},

@@ -34,6 +34,14 @@ func (h *Handler) when(ctx context.Context, req Request, cmd Command) Reply {
 		return s
 	}
 	r := Reply{Text: option(ans.Asked)}
+	if !cmd.Start.IsZero() && cmd.Duration > 0 {
+		// A what-if answers from now; a later time is made sure of by booking it.
+		end := cmd.Start.Add(time.Duration(cmd.Duration))
+		r.Lines = append(r.Lines, say(cmd.Lang, "Predictions start from now; to be sure of %s, book it.", "预测从现在算起；要确保 %s，请预定。",
+			window(cmd.Lang, cmd.Start, end, now, loc)))
+		r.Buttons = append(r.Buttons, Button{Label: say(cmd.Lang, "Book it", "预定"), Style: StylePrimary,
+			Command: Command{Kind: KindBook, GPUs: cmd.GPUs, Model: cmd.Model, Start: cmd.Start, End: end, Lang: cmd.Lang}})
+	}
 	if ans.Asked.Assigned != nil && ans.Asked.Reason != "" {
 		r.Fields = append(r.Fields, Field{Label: say(cmd.Lang, "Why not sooner", "为何不能更早"), Value: ans.Asked.Reason})
 	}
@@ -195,18 +203,12 @@ func (h *Handler) status(ctx context.Context, req Request, cmd Command) Reply {
 	return r
 }
 
-// calendar lists what is booked and planned over the next day.
+// calendar lists what is booked and planned over the next day; the web
+// calendar shows any other range.
 func (h *Handler) calendar(ctx context.Context, req Request, cmd Command) Reply {
 	now, loc := h.svc.Now(), req.loc()
-	from := now
-	if !cmd.Start.IsZero() {
-		from = cmd.Start
-	}
-	to := from.Add(24 * time.Hour)
-	if !cmd.End.IsZero() && cmd.End.After(from) {
-		to = cmd.End
-	}
-	c, err := h.svc.Calendar(ctx, req.Actor, core.CalendarQuery{From: from, To: to, Model: cmd.Model})
+	from, to := now, now.Add(24*time.Hour)
+	c, err := h.svc.Calendar(ctx, req.Actor, core.CalendarQuery{From: from, To: to})
 	if err != nil {
 		return h.failed(req, cmd, err)
 	}

@@ -318,7 +318,11 @@ func (p *parser) fillTimes(w windowRead, lengths []lengthRead, asap bool) *Parse
 	c := &p.cmd
 	c.Relative = w.relative || asap
 	if len(w.guesses) > 0 {
-		c.Ambiguous = strings.Join(w.guesses, "; ")
+		said := make([]string, len(w.guesses))
+		for i, g := range w.guesses {
+			said[i] = say(c.Lang, g.en, g.zh)
+		}
+		c.Ambiguous = strings.Join(said, say(c.Lang, "; ", "；"))
 	}
 	if asap && !w.start.IsZero() && !w.startNow {
 		return p.problem(fmt.Sprintf("found both asap and a start (%s)", p.stamp(w.start)), fmt.Sprintf("既有“尽快”又有开始时间（%s）", p.stamp(w.start)))

@@ -86,7 +86,7 @@ type windowRead struct {
 	start, end time.Time // zero when not said
 	startNow   bool      // "until 5pm", "到下午5点": from now
 	relative   bool
-	guesses    []string
+	guesses    []guess
 	leftover   string // words no rule read
 	found      bool   // any time word at all
 }
@@ -315,7 +315,7 @@ func (p *parser) resolve(w windowRead, start, end moment) (windowRead, *ParseErr
 		// Whole days: the start's midnight to the midnight after the end.
 		w.start = p.at(sDay, 0, 0, &w)
 		w.end = p.at(eDay.add(1), 0, 0, &w)
-		w.guesses = append(w.guesses, fmt.Sprintf("%s – %s read as whole days", unspace(start.text), unspace(end.text)))
+		w.guess(fmt.Sprintf("%s – %s read as whole days", unspace(start.text), unspace(end.text)), fmt.Sprintf("%s – %s 按整天理解", unspace(start.text), unspace(end.text)))
 		if !w.end.After(w.start) {
 			return w, p.problem("the end comes before the start", "结束时间早于开始时间")
 		}
@@ -342,14 +342,14 @@ func (p *parser) resolve(w windowRead, start, end moment) (windowRead, *ParseErr
 		// half of the day it is in ("下午3点半到5点", "tonight 8 to 11")
 		// that is no guess.
 		if !sClock.explicit() && start.day.hour < 0 {
-			w.guesses = append(w.guesses, fmt.Sprintf("%s-%s read as %02d:%02d–%02d:%02d", sClock.text, eClock.text, sh, sm, eh+12, em))
+			w.guess(fmt.Sprintf("%s-%s read as %02d:%02d–%02d:%02d", sClock.text, eClock.text, sh, sm, eh+12, em), fmt.Sprintf("%s-%s 理解为 %02d:%02d–%02d:%02d", sClock.text, eClock.text, sh, sm, eh+12, em))
 		}
 		eh += 12
 	case eOK && !w.startNow && !sClock.explicit() && start.day.hour < 0 && eClock.explicit() && eh >= 12 && sh < 12 && (sh+12)*60+sm < eh*60+em:
 		sh += 12 // "2 to 5pm"
 	}
 	if !w.startNow && !sClock.explicit() && start.day.hour < 0 && sh >= 1 && sh <= 6 && isDigits(sClock.text) {
-		w.guesses = append(w.guesses, fmt.Sprintf("%s read as %02d:00", sClock.text, sh))
+		w.guess(fmt.Sprintf("%s read as %02d:00", sClock.text, sh), fmt.Sprintf("%s 理解为 %02d:00", sClock.text, sh))
 	}
 
 	// 2. A window with no day named moves to tomorrow once its start has passed.
@@ -363,10 +363,10 @@ func (p *parser) resolve(w windowRead, start, end moment) (windowRead, *ParseErr
 	case sClock.vague && sDay == dateOf(p.now) && p.at(sDay, sh, sm, nil).Before(p.now) && p.now.Sub(p.at(sDay, sh, sm, nil)) < vagueSpan:
 		// "tonight for 3h" at 20:00: the evening has begun, so from now.
 		w.start = p.now
-		w.guesses = append(w.guesses, fmt.Sprintf("%s read as from now", vagueText(sClock)))
+		w.guess(fmt.Sprintf("%s read as from now", vagueText(sClock)), fmt.Sprintf("%s 理解为从现在开始", vagueText(sClock)))
 	default:
 		if sClock.vague {
-			w.guesses = append(w.guesses, fmt.Sprintf("%s read as %02d:%02d", vagueText(sClock), sh, sm))
+			w.guess(fmt.Sprintf("%s read as %02d:%02d", vagueText(sClock), sh, sm), fmt.Sprintf("%s 理解为 %02d:%02d", vagueText(sClock), sh, sm))
 		}
 		w.start = p.at(sDay, sh, sm, &w)
 	}
@@ -376,7 +376,7 @@ func (p *parser) resolve(w windowRead, start, end moment) (windowRead, *ParseErr
 			eDay = eDay.add(1)
 		}
 		if eClock.vague {
-			w.guesses = append(w.guesses, fmt.Sprintf("%s read as %02d:%02d", vagueText(eClock), eh, em))
+			w.guess(fmt.Sprintf("%s read as %02d:%02d", vagueText(eClock), eh, em), fmt.Sprintf("%s 理解为 %02d:%02d", vagueText(eClock), eh, em))
 		}
 		w.end = p.at(eDay, eh, em, &w)
 	}
@@ -435,7 +435,7 @@ func (p *parser) dayOf(m moment, today date, w *windowRead) (date, bool, *ParseE
 		} else {
 			d.y++
 		}
-		w.guesses = append(w.guesses, fmt.Sprintf("%s read as %04d-%02d-%02d", unspace(m.day.text), d.y, d.m, d.d))
+		w.guess(fmt.Sprintf("%s read as %04d-%02d-%02d", unspace(m.day.text), d.y, d.m, d.d), fmt.Sprintf("%s 理解为 %04d-%02d-%02d", unspace(m.day.text), d.y, d.m, d.d))
 		if d, _, err = p.validDate(d, m.day.text); err != nil { // Feb 29
 			return d, false, err
 		}
@@ -475,16 +475,18 @@ func (p *parser) at(d date, h, m int, w *windowRead) time.Time {
 	switch {
 	case t.Hour() != h || t.Minute() != m:
 		if w != nil {
-			w.guesses = append(w.guesses, fmt.Sprintf("%02d:%02d does not exist on %04d-%02d-%02d (clocks go forward); read as %s",
-				h, m, d.y, d.m, d.d, t.Format("15:04 MST")))
+			w.guess(fmt.Sprintf("%02d:%02d does not exist on %04d-%02d-%02d (clocks go forward); read as %s",
+				h, m, d.y, d.m, d.d, t.Format("15:04 MST")),
+				fmt.Sprintf("%04d-%02d-%02d 没有 %02d:%02d（夏令时拨快）；理解为 %s", d.y, d.m, d.d, h, m, t.Format("15:04 MST")))
 		}
 	case sameWall(t.Add(-time.Hour), h, m):
 		t = t.Add(-time.Hour)
 		fallthrough
 	case sameWall(t.Add(time.Hour), h, m):
 		if w != nil {
-			w.guesses = append(w.guesses, fmt.Sprintf("%02d:%02d happens twice on %04d-%02d-%02d (clocks go back); read as the first, %s",
-				h, m, d.y, d.m, d.d, t.Format("15:04 MST")))
+			w.guess(fmt.Sprintf("%02d:%02d happens twice on %04d-%02d-%02d (clocks go back); read as the first, %s",
+				h, m, d.y, d.m, d.d, t.Format("15:04 MST")),
+				fmt.Sprintf("%04d-%02d-%02d 的 %02d:%02d 出现两次（夏令时拨回）；理解为第一次，%s", d.y, d.m, d.d, h, m, t.Format("15:04 MST")))
 		}
 	}
 	return t
@@ -514,3 +516,9 @@ func isDigits(s string) bool {
 }
 
 func sameWall(t time.Time, h, m int) bool { return t.Hour() == h && t.Minute() == m }
+
+// guess is something the parser had to guess, in both languages; the
+// command's Ambiguous gets it in the language of the input.
+type guess struct{ en, zh string }
+
+func (w *windowRead) guess(en, zh string) { w.guesses = append(w.guesses, guess{en, zh}) }

@@ -24,7 +24,7 @@ type ChatProfile struct {
 	Handle string // the platform's user name ("alice", "alice.smith")
 	Name   string // the display or real name
 	Email  string
-	Zone   string // IANA zone, "" when the platform has none (Discord)
+	Zone   string // IANA zone, "" when the platform has none (Discord); see ChatUser.Zone
 	// Admin says the site configured this person as a gpucal admin (by
 	// platform ID or email). It grants admin on first use and later; it
 	// never takes admin away.
@@ -35,15 +35,28 @@ type ChatProfile struct {
 type ChatUser struct {
 	ChatIdentity
 	User      string
-	Zone      string // "" until the platform or the person gives one
+	// Zone is the zone the person chose with /gpu tz, "" until they do; until
+	// then their platform profile's zone (read afresh) applies.
+	Zone      string
 	CreatedAt time.Time
 }
 
-// Location returns the user's zone, or fallback when none is set or the
-// stored one no longer loads.
+// Location returns the zone the person chose, else fallback (their
+// profile's zone, or the site's; see ProfileZone).
 func (c ChatUser) Location(fallback *time.Location) *time.Location {
 	if c.Zone != "" {
 		if loc, err := time.LoadLocation(c.Zone); err == nil {
+			return loc
+		}
+	}
+	return fallback
+}
+
+// ProfileZone returns the zone of a platform profile, or fallback when it
+// has none that loads.
+func ProfileZone(p ChatProfile, fallback *time.Location) *time.Location {
+	if p.Zone != "" && p.Zone != "Local" {
+		if loc, err := time.LoadLocation(p.Zone); err == nil {
 			return loc
 		}
 	}
@@ -96,6 +109,10 @@ func (s *Service) ChatActor(ctx context.Context, id ChatIdentity, p ChatProfile)
 		a, err = actorOf(ctx, tx, c.User)
 		return err
 	})
+	if ErrorCode(err) == CodeConflict && !found {
+		// Another request of the same person's first use won; theirs stands.
+		return s.ChatActor(ctx, id, ChatProfile{Admin: p.Admin, Zone: p.Zone})
+	}
 	return a, cu, err
 }
 
@@ -120,11 +137,7 @@ func (s *Service) newChatUser(ctx context.Context, tx Tx, id ChatIdentity, p Cha
 	if err := tx.InsertUser(ctx, User{Name: name, Admin: p.Admin, CreatedAt: now}); err != nil {
 		return ChatUser{}, err
 	}
-	zone := p.Zone
-	if _, err := time.LoadLocation(zone); err != nil || zone == "Local" {
-		zone = ""
-	}
-	c := ChatUser{ChatIdentity: id, User: name, Zone: zone, CreatedAt: now}
+	c := ChatUser{ChatIdentity: id, User: name, CreatedAt: now}
 	if err := tx.InsertChatUser(ctx, c); err != nil {
 		return ChatUser{}, err
 	}

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -22,7 +23,7 @@ func TestChatActor(t *testing.T) {
 		wantZone string
 	}{
 		{"named after the email", slack("U1"), core.ChatProfile{Handle: "al", Email: "Alice.Smith@example.org", Zone: "Europe/Berlin"},
-			core.Actor{User: "alice.smith"}, "Europe/Berlin"},
+			core.Actor{User: "alice.smith"}, ""},
 		{"never an existing user", slack("U2"), core.ChatProfile{Handle: "bob", Name: "Bob"},
 			core.Actor{User: "bob-2"}, ""},
 		{"the next free suffix", slack("U3"), core.ChatProfile{Email: "bob@example.org"},
@@ -66,7 +67,7 @@ func TestChatActor(t *testing.T) {
 	})
 	t.Run("zone", func(t *testing.T) {
 		cu, err := e.Service.SetChatZone(ctx, slack("U2"), "Asia/Shanghai")
-		if err != nil || cu.Zone != "Asia/Shanghai" || cu.Location(nil).String() != "Asia/Shanghai" {
+		if err != nil || cu.Zone != "Asia/Shanghai" || cu.Location(time.UTC).String() != "Asia/Shanghai" {
 			t.Errorf("SetChatZone: %+v, %v", cu, err)
 		}
 		for _, bad := range []string{"", "Local", "Mars/Olympus", "../../etc/passwd"} {
@@ -76,6 +77,18 @@ func TestChatActor(t *testing.T) {
 		}
 		if _, err := e.Service.SetChatZone(ctx, slack("U99"), "UTC"); core.ErrorCode(err) != core.CodeNotFound {
 			t.Errorf("SetChatZone of an unknown identity: %v", err)
+		}
+	})
+	t.Run("the profile's zone until one is chosen", func(t *testing.T) {
+		_, cu, err := e.Service.ChatActor(ctx, slack("U1"), core.ChatProfile{Zone: "America/New_York"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cu.Location(core.ProfileZone(core.ChatProfile{Zone: "America/New_York"}, time.UTC)).String(); got != "America/New_York" {
+			t.Errorf("zone %s; want the profile's", got)
+		}
+		if got := cu.Location(core.ProfileZone(core.ChatProfile{Zone: "Not/AZone"}, time.UTC)).String(); got != "UTC" {
+			t.Errorf("zone %s; want the fallback", got)
 		}
 	})
 	t.Run("link", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,6 +27,13 @@ type Config struct {
 	// Admins are the Slack user IDs (U…) and emails of people who are gpucal
 	// admins when they use Slack.
 	Admins []string
+	// Teams are the workspace (T…) and Enterprise Grid (E…) IDs whose
+	// members may use gpucal, besides the app's own workspace (auth.test).
+	// People from other organisations (Slack Connect) are refused.
+	Teams []string
+	// AllowGuests lets multi- and single-channel guests use gpucal; by
+	// default only full members may (bots never).
+	AllowGuests bool
 	// Zone is used for people whose Slack profile has no zone.
 	Zone *time.Location
 	// APIURL replaces https://slack.com/api/ (tests point it at a fake).
@@ -47,13 +55,19 @@ type App struct {
 
 	mu       sync.Mutex
 	profiles map[string]cachedProfile // by team/user
+	home     []string                 // the app's workspace and enterprise, once auth.test answered
 	seen     *seenSet
 	work     sync.WaitGroup // replies still being finished
+	closing  chan struct{}  // closed by Close: work in flight gives up
+	close    sync.Once
 }
 
+// cachedProfile is what users.info said about a person.
 type cachedProfile struct {
-	p  core.ChatProfile
-	at time.Time
+	p       core.ChatProfile
+	team    string // the person's home: their enterprise, else their workspace
+	refused string // why they may not use gpucal, "" when they may
+	at      time.Time
 }
 
 // profileTTL is how long a Slack profile is trusted before users.info is
@@ -88,51 +102,125 @@ func New(svc *core.Service, h *bot.Handler, cfg Config) (*App, error) {
 	return &App{
 		api: slackapi.New(cfg.BotToken, opts...), svc: svc, handler: h, cfg: cfg,
 		log: cfg.Logger.With("bot", "slack"), profiles: map[string]cachedProfile{}, seen: newSeenSet(10000),
+		closing: make(chan struct{}),
 	}, nil
 }
 
 // Wait waits for replies still being sent through response_url.
 func (a *App) Wait() { a.work.Wait() }
 
+// Close makes the work in flight give up (it still logs); Wait then
+// returns promptly. RunSocketMode closes the app when its ctx ends; in HTTP
+// mode the server calls Close when it shuts down.
+func (a *App) Close() { a.close.Do(func() { close(a.closing) }) }
+
+// detached returns a context for work that outlives the request that
+// started it: it ends after d or when the app is closed.
+func (a *App) detached(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), d)
+	go func() {
+		select {
+		case <-a.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // request identifies a Slack person as a gpucal actor, creating their
-// gpucal user on first use.
+// gpucal user on first use. People outside the app's organisation, bots
+// and (unless allowed) guests are refused with a CodeForbidden error.
 func (a *App) request(ctx context.Context, team, user string) (bot.Request, error) {
 	if team == "" || user == "" {
 		return bot.Request{}, core.Errorf(core.CodeInvalid, "slack: the request names no team or user")
 	}
-	p, err := a.profile(ctx, team, user)
+	c, err := a.profile(ctx, team, user)
 	if err != nil {
 		return bot.Request{}, err
 	}
-	id := core.ChatIdentity{Platform: "slack", Team: team, ID: user}
-	actor, cu, err := a.svc.ChatActor(ctx, id, p)
+	if c.refused == "" && !a.allowed(ctx, c.team) {
+		c.refused = "gpucal here serves the members of this Slack organisation only; ask an admin to link you (gpucal user link)"
+	}
+	if c.refused != "" {
+		return bot.Request{}, core.Errorf(core.CodeForbidden, "%s", c.refused)
+	}
+	// The home team keys the identity: on Enterprise Grid one person is one
+	// gpucal user in every workspace of the organisation.
+	id := core.ChatIdentity{Platform: "slack", Team: c.team, ID: user}
+	actor, cu, err := a.svc.ChatActor(ctx, id, c.p)
 	if err != nil {
 		return bot.Request{}, err
 	}
-	return bot.Request{Actor: actor, Identity: id, Loc: cu.Location(a.cfg.Zone)}, nil
+	return bot.Request{Actor: actor, Identity: id, Loc: cu.Location(core.ProfileZone(c.p, a.cfg.Zone))}, nil
+}
+
+// allowed reports whether a person's home team may use gpucal: the app's
+// own workspace or enterprise (auth.test, asked once) or one configured.
+func (a *App) allowed(ctx context.Context, team string) bool {
+	if slices.Contains(a.cfg.Teams, team) {
+		return true
+	}
+	a.mu.Lock()
+	home := a.home
+	a.mu.Unlock()
+	if home == nil {
+		r, err := a.api.AuthTestContext(ctx)
+		if err != nil {
+			a.log.Warn("auth.test failed; only the configured teams may use gpucal until it answers", "err", err)
+			return false
+		}
+		home = []string{r.TeamID}
+		if r.EnterpriseID != "" {
+			home = append(home, r.EnterpriseID)
+		}
+		a.mu.Lock()
+		a.home = home
+		a.mu.Unlock()
+	}
+	return slices.Contains(home, team)
 }
 
 // profile asks Slack who a person is, at most once an hour per person.
-func (a *App) profile(ctx context.Context, team, user string) (core.ChatProfile, error) {
+func (a *App) profile(ctx context.Context, team, user string) (cachedProfile, error) {
 	key := team + "/" + user
 	a.mu.Lock()
 	c, ok := a.profiles[key]
 	a.mu.Unlock()
 	if ok && time.Since(c.at) < profileTTL {
-		return c.p, nil
+		return c, nil
 	}
 	u, err := a.api.GetUserInfoContext(ctx, user)
 	if err != nil {
-		return core.ChatProfile{}, fmt.Errorf("slack: users.info %s: %w", user, err)
+		return cachedProfile{}, fmt.Errorf("slack: users.info %s: %w", user, err)
 	}
-	p := core.ChatProfile{Handle: u.Name, Name: u.RealName, Email: u.Profile.Email, Zone: u.TZ}
-	p.Admin = slices.Contains(a.cfg.Admins, strings.ToLower(user)) ||
-		(p.Email != "" && slices.Contains(a.cfg.Admins, strings.ToLower(p.Email)))
+	c = cachedProfile{p: core.ChatProfile{Handle: u.Name, Name: u.RealName, Email: u.Profile.Email, Zone: u.TZ}, at: time.Now()}
+	c.team = cmp.Or(u.Enterprise.EnterpriseID, u.TeamID, team)
+	switch {
+	case u.IsBot || u.IsAppUser || u.Deleted:
+		c.refused = "gpucal answers people, not bots or deactivated accounts"
+	case (u.IsRestricted || u.IsUltraRestricted) && !a.cfg.AllowGuests:
+		c.refused = "gpucal here serves full members of the workspace, not guests; ask an admin"
+	case u.IsStranger:
+		c.refused = "gpucal here serves the members of this Slack organisation only"
+	}
+	c.p.Admin = c.refused == "" && (slices.Contains(a.cfg.Admins, strings.ToLower(user)) ||
+		(c.p.Email != "" && slices.Contains(a.cfg.Admins, strings.ToLower(c.p.Email))))
 	a.mu.Lock()
-	a.profiles[key] = cachedProfile{p: p, at: time.Now()}
+	if len(a.profiles) >= maxProfiles {
+		for k, old := range a.profiles {
+			if time.Since(old.at) >= profileTTL {
+				delete(a.profiles, k)
+			}
+		}
+	}
+	a.profiles[key] = c
 	a.mu.Unlock()
-	return p, nil
+	return c, nil
 }
+
+// maxProfiles is how many profiles the cache holds before it drops stale ones.
+const maxProfiles = 1000
 
 // runCommand answers a slash command. When the answer is ready within
 // AckWithin, ack gets it; otherwise ack gets "working on it" and the
@@ -194,6 +282,14 @@ func (a *App) press(ctx context.Context, cb slackapi.InteractionCallback) {
 			req.Key = "slack:" + hex.EncodeToString(sum[:16])
 			r = a.handler.Execute(ctx, req, cmd)
 		}
+		if cb.Container.Type == "view" || cb.View.Type == slackapi.VTHomeTab {
+			// A button on the Home tab has no response_url: the tab itself
+			// shows the answer above the bookings it changed.
+			if err := a.publishHome(ctx, cb.Team.ID, cb.User.ID, &r); err != nil {
+				a.log.Warn("could not publish the App Home", "user", cb.User.ID, "err", err)
+			}
+			continue
+		}
 		a.respond(ctx, cb.ResponseURL, r, !r.Error)
 	}
 }
@@ -208,9 +304,12 @@ func (a *App) respond(ctx context.Context, url string, r bot.Reply, replace bool
 	}
 }
 
-// unknownPerson is the reply when Slack or the database could not say who
-// is asking; the cause is logged, not shown.
+// unknownPerson is the reply when someone may not use gpucal (said), or
+// when Slack or the database could not say who is asking (logged, not shown).
 func (a *App) unknownPerson(err error) bot.Reply {
+	if core.ErrorCode(err) == core.CodeForbidden {
+		return bot.Reply{Text: core.ErrorMessage(err) + ".", Error: true}
+	}
 	a.log.Error("could not identify a Slack user", "err", err)
 	return bot.Reply{Text: "gpucal could not look you up just now; try again in a minute.", Error: true}
 }

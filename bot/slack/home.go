@@ -12,11 +12,19 @@ import (
 // PublishHome shows a person their bookings and jobs, with predicted
 // starts and ends, on the app's Home tab.
 func (a *App) PublishHome(ctx context.Context, team, user string) error {
+	return a.publishHome(ctx, team, user, nil)
+}
+
+// publishHome publishes the Home tab with note, the answer to a button
+// pressed on it, at the top.
+func (a *App) publishHome(ctx context.Context, team, user string, note *bot.Reply) error {
 	req, err := a.request(ctx, team, user)
 	var bs []slackapi.Block
+	if note != nil {
+		bs = append(blocks(*note), slackapi.NewDividerBlock())
+	}
 	if err != nil {
-		a.log.Error("could not identify a Slack user", "err", err)
-		bs = blocks(bot.Reply{Text: "gpucal could not look you up just now; reopen this tab in a minute.", Error: true})
+		bs = append(bs, blocks(a.unknownPerson(err))...)
 	} else {
 		mine := a.handler.Execute(ctx, req, bot.Command{Kind: bot.KindMine})
 		help := a.handler.Execute(ctx, req, bot.Command{Kind: bot.KindHelp})
@@ -51,7 +59,7 @@ func (a *App) DM(ctx context.Context, user string, r bot.Reply) error {
 		ch, _, _, err := a.api.OpenConversationContext(ctx, &slackapi.OpenConversationParameters{Users: []string{id.ID}})
 		if err == nil {
 			_, _, err = a.api.PostMessageContext(ctx, ch.ID,
-				slackapi.MsgOptionText(clip(r.String(), maxSectionText), false), slackapi.MsgOptionBlocks(blocks(r)...))
+				slackapi.MsgOptionText(clip(escape(r.String()), maxSectionText), false), slackapi.MsgOptionBlocks(blocks(r)...))
 		}
 		if err != nil && first == nil {
 			first = fmt.Errorf("slack: direct message to %s: %w", id.ID, err)

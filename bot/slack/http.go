@@ -2,7 +2,6 @@ package slack
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -69,7 +68,7 @@ func (a *App) serveCommand(w http.ResponseWriter, r *http.Request, body []byte) 
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), lateReply)
+	ctx, cancel := a.detached(r.Context(), lateReply)
 	finished := a.runCommand(ctx, sc, func(m *slackapi.WebhookMessage) { writeJSON(w, m) })
 	go func() {
 		<-finished
@@ -91,7 +90,7 @@ func (a *App) serveInteraction(w http.ResponseWriter, r *http.Request, body []by
 	if cb.TriggerID != "" && !a.seen.first("interaction:"+cb.TriggerID) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), lateReply)
+	ctx, cancel := a.detached(r.Context(), lateReply)
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()
@@ -124,7 +123,7 @@ func (a *App) serveEvent(w http.ResponseWriter, r *http.Request, body []byte) {
 	if outer.EventID != "" && !a.seen.first("event:"+outer.EventID) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), lateReply)
+	ctx, cancel := a.detached(r.Context(), lateReply)
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()

@@ -100,7 +100,7 @@ func message(r bot.Reply, replace bool) *slackapi.WebhookMessage {
 	return &slackapi.WebhookMessage{
 		ResponseType:    slackapi.ResponseTypeEphemeral,
 		ReplaceOriginal: replace,
-		Text:            clip(r.String(), maxSectionText),
+		Text:            clip(escape(r.String()), maxSectionText),
 		Blocks:          &slackapi.Blocks{BlockSet: blocks(r)},
 	}
 }

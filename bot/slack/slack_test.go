@@ -49,14 +49,20 @@ type fakeSlack struct {
 
 // people are the Slack users the fake knows: ID → users.info's user object.
 var people = map[string]string{
-	"U1": `{"id":"U1","name":"alice","real_name":"Alice","tz":"Europe/Berlin","profile":{"email":"alice@example.org"}}`,
-	"U2": `{"id":"U2","name":"bob","real_name":"Bob","tz":"Asia/Shanghai","profile":{"email":"bob@example.org"}}`,
+	"U1": `{"id":"U1","team_id":"T1","name":"alice","real_name":"Alice","tz":"Europe/Berlin","profile":{"email":"alice@example.org"}}`,
+	"U2": `{"id":"U2","team_id":"T1","name":"bob","real_name":"Bob","tz":"Asia/Shanghai","profile":{"email":"bob@example.org"}}`,
+	"U3": `{"id":"U3","team_id":"T9","name":"mallory","profile":{"email":"admin@example.org"}}`,
+	"U4": `{"id":"U4","team_id":"T1","name":"gus","is_restricted":true,"profile":{}}`,
+	"U5": `{"id":"U5","team_id":"T1","name":"ci-bot","is_bot":true,"profile":{}}`,
 }
 
 func newFakeSlack(t *testing.T) *fakeSlack {
 	t.Helper()
 	f := &fakeSlack{published: map[string]string{}, replies: make(chan map[string]any, 16)}
 	f.Server = slacktest.NewTestServer(func(c slacktest.Customize) {
+		c.Handle("/auth.test", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `{"ok":true,"team":"Lab","team_id":"T1","user":"gpucal","user_id":"UBOT","bot_id":"B1"}`)
+		})
 		c.Handle("/users.info", func(w http.ResponseWriter, r *http.Request) {
 			r.ParseForm()
 			u, ok := people[r.Form.Get("user")]
@@ -382,6 +388,30 @@ func TestHTTPMode(t *testing.T) {
 	}
 }
 
+// TestStrangersRefused: people from another organisation, guests and bots
+// get a polite refusal and create nothing, whatever the admin list says.
+func TestStrangersRefused(t *testing.T) {
+	f := newFixture(t, "admin@example.org")
+	h, _ := f.app.Handler()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	for _, user := range []string{"U3", "U4", "U5"} {
+		body := url.Values{"team_id": {"T1"}, "user_id": {user}, "command": {"/gpu"}, "text": {"book 1 a100 tomorrow 10-12"},
+			"trigger_id": {"t-" + user}}.Encode()
+		code, resp := post(t, srv, "/slack/commands", body, sign(body, time.Now(), secret))
+		if code != http.StatusOK || !strings.Contains(resp, "serves") && !strings.Contains(resp, "not bots") {
+			t.Errorf("%s: %d %s", user, code, resp)
+		}
+	}
+	if rs := f.reservations(t); len(rs) != 0 {
+		t.Errorf("refused people booked %+v", rs)
+	}
+	users, err := f.svc.Users(context.Background(), core.System)
+	if err != nil || len(users) != 0 {
+		t.Errorf("refused people became users: %+v, %v", users, err)
+	}
+}
+
 func TestSlowCommandAnswersThroughResponseURL(t *testing.T) {
 	f := newFixture(t)
 	app, err := slack.New(f.svc, bot.NewHandler(f.svc, bot.Config{}), slack.Config{
@@ -456,5 +486,52 @@ func TestManifest(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("the manifest lacks %q", want)
 		}
+	}
+}
+
+// TestHomeButtons: the Home tab lists a booking with a Cancel button; the
+// press cancels it and the tab is published again with the answer on top.
+func TestHomeButtons(t *testing.T) {
+	f := newFixture(t)
+	h, _ := f.app.Handler()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.app.Wait)
+	body := commandBody(f, "book 1 a100 tomorrow 10-12", "t1")
+	if code, resp := post(t, srv, "/slack/commands", body, sign(body, time.Now(), secret)); code != http.StatusOK || !strings.Contains(resp, "Booked") {
+		t.Fatalf("booking: %d %s", code, resp)
+	}
+	view := func(want string) string {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			f.slack.mu.Lock()
+			v := f.slack.published["U2"]
+			f.slack.mu.Unlock()
+			if strings.Contains(v, want) {
+				return v
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the Home tab never said %q: %s", want, v)
+			}
+		}
+	}
+	ev := `{"type":"event_callback","team_id":"T1","event_id":"Ev1","event":{"type":"app_home_opened","user":"U2","tab":"home"}}`
+	if code, _ := post(t, srv, "/slack/events", ev, sign(ev, time.Now(), secret)); code != http.StatusOK {
+		t.Fatalf("event: %d", code)
+	}
+	var v struct{ Blocks any }
+	json.Unmarshal([]byte(view("Cancel r1")), &v)
+	value := buttonValue(t, v.Blocks, "Cancel r1")
+	payload, _ := json.Marshal(map[string]any{
+		"type": "block_actions", "team": map[string]string{"id": "T1"}, "user": map[string]string{"id": "U2"},
+		"trigger_id": "t2", "container": map[string]string{"type": "view", "view_id": "V1"}, "view": map[string]string{"type": "home"},
+		"actions": []map[string]string{{"action_id": "gpucal-0", "block_id": "gpucal-actions", "value": value, "type": "button"}},
+	})
+	ib := url.Values{"payload": {string(payload)}}.Encode()
+	if code, _ := post(t, srv, "/slack/interactions", ib, sign(ib, time.Now(), secret)); code != http.StatusOK {
+		t.Fatalf("press: %d", code)
+	}
+	if got := view("Cancelled r1"); !strings.Contains(got, "You have 0 booking(s)") {
+		t.Errorf("the republished tab: %s", got)
 	}
 }

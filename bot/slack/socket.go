@@ -20,6 +20,7 @@ func (a *App) RunSocketMode(ctx context.Context) error {
 		return errors.New("slack: Socket Mode needs the app-level token (xapp-…)")
 	}
 	defer a.Wait()
+	defer a.Close()
 	for wait := 5 * time.Second; ; wait = min(2*wait, 5*time.Minute) {
 		err := a.socketOnce(ctx)
 		if ctx.Err() != nil {
@@ -35,28 +36,30 @@ func (a *App) RunSocketMode(ctx context.Context) error {
 }
 
 // socketOnce runs one Socket Mode client until it fails or ctx ends.
+// Work it started runs on under ctx: a reconnection does not drop replies.
 func (a *App) socketOnce(ctx context.Context) error {
 	sm := socketmode.New(a.api)
-	ctx, cancel := context.WithCancel(ctx)
+	conn, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.consume(ctx, sm)
+		a.consume(conn, ctx, sm)
 	}()
-	err := sm.RunContext(ctx)
+	err := sm.RunContext(conn)
 	cancel()
 	<-done
 	return err
 }
 
-// consume handles what arrives over the socket. Every envelope is acked at
-// once or, for slash commands, with the reply when it is ready in time.
-func (a *App) consume(ctx context.Context, sm *socketmode.Client) {
+// consume handles what arrives over the socket while conn lasts. Every
+// envelope is acked at once or, for slash commands, with the reply when it
+// is ready in time; the work runs under ctx.
+func (a *App) consume(conn, ctx context.Context, sm *socketmode.Client) {
 	for {
 		var evt socketmode.Event
 		select {
-		case <-ctx.Done():
+		case <-conn.Done():
 			return
 		case evt = <-sm.Events:
 		}
@@ -77,7 +80,7 @@ func (a *App) consume(ctx context.Context, sm *socketmode.Client) {
 			go func() {
 				defer a.work.Done()
 				<-a.runCommand(ctx, sc, func(m *slackapi.WebhookMessage) {
-					if err := sm.AckCtx(ctx, req.EnvelopeID, m); err != nil {
+					if err := sm.AckCtx(conn, req.EnvelopeID, m); err != nil {
 						a.log.Warn("could not ack a slash command", "err", err)
 					}
 				})
@@ -85,7 +88,7 @@ func (a *App) consume(ctx context.Context, sm *socketmode.Client) {
 		case socketmode.EventTypeInteractive:
 			cb, ok := evt.Data.(slackapi.InteractionCallback)
 			if evt.Request != nil {
-				sm.Ack(*evt.Request)
+				a.ack(conn, sm, evt.Request.EnvelopeID)
 			}
 			if ok {
 				a.work.Add(1)
@@ -97,7 +100,7 @@ func (a *App) consume(ctx context.Context, sm *socketmode.Client) {
 		case socketmode.EventTypeEventsAPI:
 			ev, ok := evt.Data.(slackevents.EventsAPIEvent)
 			if evt.Request != nil {
-				sm.Ack(*evt.Request)
+				a.ack(conn, sm, evt.Request.EnvelopeID)
 			}
 			if ok {
 				a.work.Add(1)
@@ -107,6 +110,13 @@ func (a *App) consume(ctx context.Context, sm *socketmode.Client) {
 				}()
 			}
 		}
+	}
+}
+
+// ack acknowledges an envelope with no payload.
+func (a *App) ack(conn context.Context, sm *socketmode.Client, envelope string) {
+	if err := sm.AckCtx(conn, envelope, nil); err != nil {
+		a.log.Warn("could not ack a Socket Mode envelope", "err", err)
 	}
 }
 
