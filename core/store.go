@@ -128,6 +128,25 @@ type Tx interface {
 	// ChatUsersOf returns the identities linked to user, by platform, team and ID.
 	ChatUsersOf(ctx context.Context, user string) ([]ChatUser, error)
 
+	// Setting returns the value stored under name, found false when there
+	// is none; PutSetting stores or replaces it.
+	Setting(ctx context.Context, name string) (string, bool, error)
+	PutSetting(ctx context.Context, name, value string) error
+
+	// InsertDeliveries stores new deliveries (their Event by ID); one whose
+	// DedupKey is already there is skipped.
+	InsertDeliveries(ctx context.Context, ds []Delivery) error
+	// DueDeliveries returns up to limit deliveries, with their events, that
+	// are pending with AvailableAt <= now or sending with ClaimedUntil <=
+	// now, earliest first. Inside Update on PostgreSQL it locks them and
+	// skips rows another transaction holds.
+	DueDeliveries(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
+	// UpdateDelivery stores d's State, Attempts, AvailableAt, ClaimedUntil,
+	// LastError, ProviderID and SentAt.
+	UpdateDelivery(ctx context.Context, d Delivery) error
+	// Deliveries returns up to limit deliveries with an ID above after, with their events, by ID.
+	Deliveries(ctx context.Context, after int64, limit int) ([]Delivery, error)
+
 	// InsertEvents appends events to the outbox; one whose DedupKey is
 	// already there is skipped.
 	InsertEvents(ctx context.Context, es []Event) error

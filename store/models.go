@@ -247,3 +247,21 @@ type chatRow struct {
 	Zone          string `bun:"tz"`
 	CreatedAt     stamp  `bun:"created_at"`
 }
+
+// deliveryRow is one event on its way to one person over one channel.
+type deliveryRow struct {
+	bun.BaseModel `bun:"table:deliveries"`
+	ID            int64  `bun:"id,pk,autoincrement"`
+	Event         int64  `bun:"event_id"`
+	User          string `bun:"user_name"`
+	Channel       string `bun:"channel"`
+	DedupKey      string `bun:"dedup_key"`
+	State         string `bun:"state"`
+	Attempts      int    `bun:"attempts"`
+	AvailableAt   stamp  `bun:"available_at"`
+	ClaimedUntil  stamp  `bun:"claimed_until,nullzero"`
+	LastError     string `bun:"last_error"`
+	ProviderID    string `bun:"provider_id"`
+	CreatedAt     stamp  `bun:"created_at"`
+	SentAt        stamp  `bun:"sent_at,nullzero"`
+}

@@ -46,6 +46,8 @@ type memData struct {
 	joinTokens   map[string]core.JoinToken
 	logs         map[int64][]core.LogChunk // by job, in offset order, without gaps
 	chat         map[core.ChatIdentity]core.ChatUser
+	deliveries   []core.Delivery // by ID
+	lastDelivery int64
 
 	lastNode, lastGPU, lastReservation, lastToken, lastAudit, lastJob, lastEvent int64
 }
@@ -132,6 +134,7 @@ func (d *memData) clone() *memData {
 	c.joinTokens = maps.Clone(d.joinTokens)
 	c.settings = maps.Clone(d.settings)
 	c.chat = maps.Clone(d.chat)
+	c.deliveries = slices.Clone(d.deliveries)
 	// Chunks are never changed once stored, so their Data may be shared.
 	c.logs = make(map[int64][]core.LogChunk, len(d.logs))
 	for id, l := range d.logs {

@@ -1,0 +1,101 @@
+package coretest
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/gpucal/gpucal/core"
+)
+
+// The outbox half of memTx: settings and deliveries.
+
+// Setting implements core.Tx.
+func (tx *memTx) Setting(ctx context.Context, name string) (string, bool, error) {
+	v, ok := tx.d.settings[name]
+	return v, ok, nil
+}
+
+// PutSetting implements core.Tx.
+func (tx *memTx) PutSetting(ctx context.Context, name, value string) error {
+	if err := tx.writable(); err != nil {
+		return err
+	}
+	if tx.d.settings == nil {
+		tx.d.settings = map[string]string{}
+	}
+	tx.d.settings[name] = value
+	return nil
+}
+
+// InsertDeliveries implements core.Tx.
+func (tx *memTx) InsertDeliveries(ctx context.Context, ds []core.Delivery) error {
+	if err := tx.writable(); err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if slices.ContainsFunc(tx.d.deliveries, func(o core.Delivery) bool { return o.DedupKey == d.DedupKey }) {
+			continue
+		}
+		if !slices.ContainsFunc(tx.d.events, func(e core.Event) bool { return e.ID == d.Event.ID }) {
+			return core.Errorf(core.CodeNotFound, "an event of these deliveries not found")
+		}
+		tx.d.lastDelivery++
+		d.ID = tx.d.lastDelivery
+		d.Event = core.Event{ID: d.Event.ID}
+		tx.d.deliveries = append(tx.d.deliveries, d)
+	}
+	return nil
+}
+
+// withEvent fills in a stored delivery's event.
+func (tx *memTx) withEvent(d core.Delivery) core.Delivery {
+	if i := slices.IndexFunc(tx.d.events, func(e core.Event) bool { return e.ID == d.Event.ID }); i >= 0 {
+		d.Event = tx.d.events[i]
+	}
+	return d
+}
+
+// DueDeliveries implements core.Tx.
+func (tx *memTx) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]core.Delivery, error) {
+	var out []core.Delivery
+	for _, d := range tx.d.deliveries {
+		if (d.State == core.DeliveryPending && !d.AvailableAt.After(now)) || (d.State == core.DeliverySending && !d.ClaimedUntil.After(now)) {
+			out = append(out, tx.withEvent(d))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b core.Delivery) int {
+		return cmp.Or(a.AvailableAt.Compare(b.AvailableAt), cmp.Compare(a.ID, b.ID))
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Deliveries implements core.Tx.
+func (tx *memTx) Deliveries(ctx context.Context, after int64, limit int) ([]core.Delivery, error) {
+	var out []core.Delivery
+	for _, d := range tx.d.deliveries {
+		if d.ID > after && (limit <= 0 || len(out) < limit) {
+			out = append(out, tx.withEvent(d))
+		}
+	}
+	return out, nil
+}
+
+// UpdateDelivery implements core.Tx.
+func (tx *memTx) UpdateDelivery(ctx context.Context, d core.Delivery) error {
+	if err := tx.writable(); err != nil {
+		return err
+	}
+	i := slices.IndexFunc(tx.d.deliveries, func(o core.Delivery) bool { return o.ID == d.ID })
+	if i < 0 {
+		return core.Errorf(core.CodeNotFound, "delivery %d not found", d.ID)
+	}
+	o := &tx.d.deliveries[i]
+	o.State, o.Attempts, o.AvailableAt, o.ClaimedUntil = d.State, d.Attempts, d.AvailableAt, d.ClaimedUntil
+	o.LastError, o.ProviderID, o.SentAt = d.LastError, d.ProviderID, d.SentAt
+	return nil
+}

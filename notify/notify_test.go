@@ -1,0 +1,284 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpucal/gpucal/core"
+	"github.com/gpucal/gpucal/core/coretest"
+	"github.com/gpucal/gpucal/notify"
+)
+
+// fakeChannel records what it sends. fail, when set, decides the outcome
+// of each call before anything is sent.
+type fakeChannel struct {
+	mu    sync.Mutex
+	inbox map[string][]notify.Message // by user
+	calls []notify.Message
+	fail  func(call int, m notify.Message) error
+	block chan struct{} // when set, Send delivers, then waits for ctx to end
+}
+
+func (c *fakeChannel) Send(ctx context.Context, user string, m notify.Message) (string, error) {
+	c.mu.Lock()
+	c.calls = append(c.calls, m)
+	n := len(c.calls)
+	if c.inbox == nil {
+		c.inbox = map[string][]notify.Message{}
+	}
+	if m.Retry {
+		for i, old := range c.inbox[user] {
+			if old.Key == m.Key {
+				c.mu.Unlock()
+				return fmt.Sprintf("%s-%d", user, i), nil
+			}
+		}
+	}
+	if c.fail != nil {
+		if err := c.fail(n, m); err != nil {
+			c.mu.Unlock()
+			return "", err
+		}
+	}
+	c.inbox[user] = append(c.inbox[user], m)
+	id := fmt.Sprintf("%s-%d", user, len(c.inbox[user])-1)
+	block := c.block
+	c.mu.Unlock()
+	if block != nil {
+		close(block)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return id, nil
+}
+
+func (c *fakeChannel) received(user string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, m := range c.inbox[user] {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+type fixture struct {
+	env     *coretest.Env
+	slack   *fakeChannel
+	discord *fakeChannel
+}
+
+// newFixture has alice on Slack and Discord, bob on Slack, the admin root
+// on Slack, and carol on no chat at all.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{env: coretest.NewEnv(), slack: &fakeChannel{}, discord: &fakeChannel{}}
+	f.env.AddUsers(t, "alice", "bob", "carol")
+	f.env.AddAdmin(t, "root")
+	for _, l := range []struct{ user, platform, id string }{
+		{"alice", "slack", "U1"}, {"alice", "discord", "D1"}, {"bob", "slack", "U2"}, {"root", "slack", "U9"},
+	} {
+		if _, err := f.env.Service.LinkChat(ctx, core.System, core.ChatIdentity{Platform: l.platform, Team: "T1", ID: l.id}, l.user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func (f *fixture) dispatcher(cfg notify.Config) *notify.Dispatcher {
+	if cfg.Channels == nil {
+		cfg.Channels = map[string]notify.Channel{"slack": f.slack, "discord": f.discord}
+	}
+	return notify.New(f.env.Service, cfg)
+}
+
+func (f *fixture) emit(t *testing.T, es ...core.Event) {
+	t.Helper()
+	err := f.env.Store.Update(context.Background(), func(tx core.Tx) error { return tx.InsertEvents(context.Background(), es) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func event(kind core.EventKind, user, key, detail string) core.Event {
+	return core.Event{Kind: kind, User: user, At: coretest.Epoch, Detail: detail, DedupKey: key}
+}
+
+func (f *fixture) deliveries(t *testing.T) []core.Delivery {
+	t.Helper()
+	var ds []core.Delivery
+	err := f.env.Store.View(context.Background(), func(tx core.Tx) (err error) { ds, err = tx.Deliveries(context.Background(), 0, 0); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func once(t *testing.T, d *notify.Dispatcher) int {
+	t.Helper()
+	n, err := d.Once(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestFanOutOncePerChannel(t *testing.T) {
+	f := newFixture(t)
+	d := f.dispatcher(notify.Config{})
+	f.emit(t,
+		event(core.EventStartMovedLater, "alice", "slip:j1", "j1 should now start at 11:30"),
+		event(core.EventStarted, "carol", "started:j2", "j2 started"),
+		event(core.EventNodeDown, core.Admins, "down:node-1", "node-1 is down"),
+	)
+	if n := once(t, d); n != 3 {
+		t.Errorf("settled %d deliveries, want 3 (alice on Slack and Discord, root on Slack; carol has no chat)", n)
+	}
+	// The same events again (a retried replan), and another pass: nothing new.
+	f.emit(t, event(core.EventStartMovedLater, "alice", "slip:j1", "j1 should now start at 11:30"))
+	if n := once(t, d); n != 0 {
+		t.Errorf("a second pass settled %d", n)
+	}
+	if got := f.slack.received("alice"); !slices.Equal(got, []string{"j1 should now start at 11:30"}) {
+		t.Errorf("alice on Slack got %q", got)
+	}
+	if got := f.discord.received("alice"); len(got) != 1 {
+		t.Errorf("alice on Discord got %q", got)
+	}
+	if got := f.slack.received("root"); !slices.Equal(got, []string{"node-1 is down"}) {
+		t.Errorf("root got %q", got)
+	}
+	for _, dl := range f.deliveries(t) {
+		if dl.State != core.DeliverySent || dl.ProviderID == "" || dl.Attempts != 1 {
+			t.Errorf("delivery %+v; want sent once with a provider ID", dl)
+		}
+	}
+}
+
+func TestBackoffAndRetryAfter(t *testing.T) {
+	f := newFixture(t)
+	f.slack.fail = func(call int, m notify.Message) error {
+		switch call {
+		case 1:
+			return errors.New("connection reset")
+		case 2:
+			return &notify.RetryAfterError{Wait: 7 * time.Second, Err: errors.New("429")}
+		}
+		return nil
+	}
+	d := f.dispatcher(notify.Config{Channels: map[string]notify.Channel{"slack": f.slack}})
+	f.emit(t, event(core.EventStarted, "bob", "started:j3", "j3 started"))
+	start := f.env.Clock.Now()
+
+	once(t, d)
+	dl := f.deliveries(t)[0]
+	if wait := dl.AvailableAt.Sub(start); dl.State != core.DeliveryPending || wait < 24*time.Second || wait > 36*time.Second || dl.LastError != "connection reset" {
+		t.Fatalf("after a failure: %+v (due in %v); want pending, due in 30 s ± 20 %%", dl, wait)
+	}
+	if once(t, d) != 0 {
+		t.Error("a delivery was retried before its time")
+	}
+	f.env.Clock.Set(dl.AvailableAt)
+	once(t, d)
+	dl = f.deliveries(t)[0]
+	if wait := dl.AvailableAt.Sub(f.env.Clock.Now()); dl.State != core.DeliveryPending || wait != 7*time.Second {
+		t.Fatalf("after a 429: %+v (due in %v); want Retry-After's 7 s exactly", dl, wait)
+	}
+	f.env.Clock.Advance(7 * time.Second)
+	once(t, d)
+	if dl = f.deliveries(t)[0]; dl.State != core.DeliverySent || dl.Attempts != 3 {
+		t.Errorf("after the third attempt: %+v", dl)
+	}
+	if got := f.slack.received("bob"); len(got) != 1 {
+		t.Errorf("bob got %q, want one message", got)
+	}
+}
+
+func TestDeadLetterTellsAdmins(t *testing.T) {
+	f := newFixture(t)
+	f.slack.fail = func(call int, m notify.Message) error {
+		if m.Kind == core.EventNotificationFailed {
+			return nil
+		}
+		return errors.New("channel_not_found")
+	}
+	d := f.dispatcher(notify.Config{Channels: map[string]notify.Channel{"slack": f.slack}, MaxAttempts: 3})
+	f.emit(t, event(core.EventFinished, "bob", "finished:j4", "j4 finished"))
+	for range 3 {
+		once(t, d)
+		f.env.Clock.Advance(2 * time.Hour)
+	}
+	once(t, d) // the admins' alert goes out
+	ds := f.deliveries(t)
+	if len(ds) != 2 || ds[0].State != core.DeliveryDead || ds[0].Attempts != 3 {
+		t.Fatalf("deliveries %+v; want bob's dead after 3 attempts, then the alert", ds)
+	}
+	got := f.slack.received("root")
+	if len(got) != 1 || !strings.Contains(got[0], `could not tell bob about "j4 finished" over slack after 3 attempts: channel_not_found`) {
+		t.Errorf("root got %q", got)
+	}
+	// A permanent error is given up at once.
+	f.emit(t, event(core.EventFinished, "bob", "finished:j5", "j5 finished"))
+	f.slack.fail = func(int, notify.Message) error { return &notify.PermanentError{Err: errors.New("user blocked the app")} }
+	once(t, d)
+	if ds := f.deliveries(t); ds[len(ds)-1].State != core.DeliveryDead || ds[len(ds)-1].Attempts != 1 {
+		t.Errorf("after a permanent error: %+v", ds[len(ds)-1])
+	}
+}
+
+// TestCrashMidSend: the dispatcher dies after the provider took a message
+// and before it recorded that. The next dispatcher claims the delivery
+// once its lease ran out and asks the channel to check: one message, not
+// two, and none lost.
+func TestCrashMidSend(t *testing.T) {
+	f := newFixture(t)
+	sent := make(chan struct{})
+	f.slack.block = sent
+	d1 := f.dispatcher(notify.Config{Channels: map[string]notify.Channel{"slack": f.slack}, Lease: time.Minute})
+	f.emit(t, event(core.EventStarted, "bob", "started:j6", "j6 started"))
+	ctx, crash := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := d1.Once(ctx); done <- err }()
+	<-sent
+	crash()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the crashed pass returned %v", err)
+	}
+	if dl := f.deliveries(t)[0]; dl.State != core.DeliverySending {
+		t.Fatalf("after the crash: %+v; want it still sending", dl)
+	}
+	f.slack.block = nil
+	d2 := f.dispatcher(notify.Config{Channels: map[string]notify.Channel{"slack": f.slack}, Lease: time.Minute})
+	if once(t, d2) != 0 {
+		t.Error("a delivery was claimed again inside its lease")
+	}
+	f.env.Clock.Advance(time.Minute)
+	once(t, d2)
+	if dl := f.deliveries(t)[0]; dl.State != core.DeliverySent || dl.ProviderID != "bob-0" || dl.Attempts != 2 {
+		t.Errorf("after the restart: %+v; want sent, found as bob-0 by the check", dl)
+	}
+	if got := f.slack.received("bob"); len(got) != 1 {
+		t.Errorf("bob got %q; want one message", got)
+	}
+	if last := f.slack.calls[len(f.slack.calls)-1]; !last.Retry {
+		t.Error("the second attempt was not marked Retry")
+	}
+}
+
+func TestPace(t *testing.T) {
+	f := newFixture(t)
+	d := f.dispatcher(notify.Config{Channels: map[string]notify.Channel{"slack": f.slack}, Pace: map[string]time.Duration{"slack": 50 * time.Millisecond}})
+	f.emit(t, event(core.EventStarted, "bob", "a", "a"), event(core.EventStarted, "bob", "b", "b"), event(core.EventStarted, "bob", "c", "c"))
+	start := time.Now()
+	once(t, d)
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Errorf("three messages to one person took %v; the pace asks for 2 × 50 ms between them", took)
+	}
+}

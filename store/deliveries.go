@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/gpucal/gpucal/core"
+)
+
+// InsertDeliveries implements core.Tx.
+func (t *tx) InsertDeliveries(ctx context.Context, ds []core.Delivery) error {
+	for chunk := range slices.Chunk(ds, eventBatch) {
+		rows := make([]deliveryRow, len(chunk))
+		for i, d := range chunk {
+			rows[i] = deliveryRowOf(d)
+		}
+		if _, err := t.db.NewInsert().Model(&rows).On("CONFLICT (dedup_key) DO NOTHING").Exec(ctx); err != nil {
+			if isForeignKey(err) {
+				return notFound("an event of these deliveries")
+			}
+			return dbError("insert deliveries", err)
+		}
+	}
+	return nil
+}
+
+func deliveryRowOf(d core.Delivery) deliveryRow {
+	return deliveryRow{
+		ID: d.ID, Event: d.Event.ID, User: d.User, Channel: d.Channel, DedupKey: d.DedupKey, State: string(d.State),
+		Attempts: d.Attempts, AvailableAt: stamp(d.AvailableAt), ClaimedUntil: stamp(d.ClaimedUntil), LastError: d.LastError,
+		ProviderID: d.ProviderID, CreatedAt: stamp(d.CreatedAt), SentAt: stamp(d.SentAt),
+	}
+}
+
+// DueDeliveries implements core.Tx.
+func (t *tx) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]core.Delivery, error) {
+	var rows []deliveryRow
+	q := t.db.NewSelect().Model(&rows).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("state = 'pending' AND available_at <= ?", stamp(now)).
+				WhereOr("state = 'sending' AND claimed_until <= ?", stamp(now))
+		}).
+		Order("available_at", "id").Limit(int64(limit))
+	if t.forUpdate {
+		q = q.For("UPDATE SKIP LOCKED")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, dbError("due deliveries", err)
+	}
+	return t.withEvents(ctx, rows)
+}
+
+// Deliveries implements core.Tx.
+func (t *tx) Deliveries(ctx context.Context, after int64, limit int) ([]core.Delivery, error) {
+	var rows []deliveryRow
+	q := t.db.NewSelect().Model(&rows).Where("id > ?", after).Order("id")
+	if limit > 0 {
+		q = q.Limit(int64(limit))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, dbError("deliveries", err)
+	}
+	return t.withEvents(ctx, rows)
+}
+
+// withEvents turns rows into deliveries with their events.
+func (t *tx) withEvents(ctx context.Context, rows []deliveryRow) ([]core.Delivery, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, 0, len(rows))
+	for _, r := range rows {
+		ids = append(ids, r.Event)
+	}
+	var events []eventRow
+	if err := t.db.NewSelect().Model(&events).Where("id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+		return nil, dbError("events of deliveries", err)
+	}
+	byID := make(map[int64]core.Event, len(events))
+	for _, r := range events {
+		byID[r.ID] = core.Event{ID: r.ID, Kind: core.EventKind(r.Kind), Job: r.Job, User: r.User, At: r.At.Time(), Detail: r.Detail, DedupKey: r.DedupKey}
+	}
+	out := make([]core.Delivery, len(rows))
+	for i, r := range rows {
+		out[i] = core.Delivery{
+			ID: r.ID, Event: byID[r.Event], User: r.User, Channel: r.Channel, DedupKey: r.DedupKey, State: core.DeliveryState(r.State),
+			Attempts: r.Attempts, AvailableAt: r.AvailableAt.Time(), ClaimedUntil: r.ClaimedUntil.Time(), LastError: r.LastError,
+			ProviderID: r.ProviderID, CreatedAt: r.CreatedAt.Time(), SentAt: r.SentAt.Time(),
+		}
+	}
+	return out, nil
+}
+
+// UpdateDelivery implements core.Tx.
+func (t *tx) UpdateDelivery(ctx context.Context, d core.Delivery) error {
+	row := deliveryRowOf(d)
+	res, err := t.db.NewUpdate().Model(&row).
+		Column("state", "attempts", "available_at", "claimed_until", "last_error", "provider_id", "sent_at").
+		WherePK().Exec(ctx)
+	if err != nil {
+		return dbError("update delivery", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("delivery %d", d.ID)
+	}
+	return nil
+}
