@@ -34,7 +34,7 @@ type ChatProfile struct {
 // ChatUser links a chat identity to the gpucal user it acts as.
 type ChatUser struct {
 	ChatIdentity
-	User      string
+	User string
 	// Zone is the zone the person chose with /gpu tz, "" until they do; until
 	// then their platform profile's zone (read afresh) applies.
 	Zone      string

@@ -226,7 +226,9 @@ func TestDeadLetterTellsAdmins(t *testing.T) {
 	}
 	// A permanent error is given up at once.
 	f.emit(t, event(core.EventFinished, "bob", "finished:j5", "j5 finished"))
-	f.slack.fail = func(int, notify.Message) error { return &notify.PermanentError{Err: errors.New("user blocked the app")} }
+	f.slack.fail = func(int, notify.Message) error {
+		return &notify.PermanentError{Err: errors.New("user blocked the app")}
+	}
 	once(t, d)
 	if ds := f.deliveries(t); ds[len(ds)-1].State != core.DeliveryDead || ds[len(ds)-1].Attempts != 1 {
 		t.Errorf("after a permanent error: %+v", ds[len(ds)-1])
