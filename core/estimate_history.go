@@ -66,6 +66,13 @@ type HistoryConfig struct {
 	// full weight counts as much as its parents. Default 1 (tuned on the
 	// KTH-SP2 and Philly traces, docs/estimates.md).
 	Prior float64
+	// Decay is how much each run of a fine group (owner or project) weighs
+	// relative to the next newer one, on top of HalfLife: the last run of
+	// the same job says more than the one before it, however close in time
+	// they ended. Default 0.7 (tuned on KTH-SP2, docs/estimates.md); 1
+	// turns it off. The coarse groups (GPU count, everyone) describe a
+	// population, not a sequence, and do not decay by rank.
+	Decay float64
 	// Fallback answers when nothing has finished yet.
 	Fallback DefaultEstimator
 }
@@ -79,6 +86,9 @@ func (c HistoryConfig) withDefaults() HistoryConfig {
 	}
 	if c.Prior <= 0 {
 		c.Prior = 1
+	}
+	if c.Decay <= 0 || c.Decay > 1 {
+		c.Decay = 0.7
 	}
 	return c
 }
@@ -117,7 +127,7 @@ type History struct {
 func NewHistory(cfg HistoryConfig) *History {
 	cfg = cfg.withDefaults()
 	return &History{cfg: cfg, groups: map[groupKey]*runGroup{}, guesses: map[string]*runGroup{},
-		all: newRunGroup(16 * cfg.Window), work: map[workKey]*runGroup{}}
+		all: newRunGroup(16*cfg.Window, 1), work: map[workKey]*runGroup{}}
 }
 
 // level is a grouping of runs, coarsest first.
@@ -163,11 +173,11 @@ func (h *History) Observe(r Run) {
 		}
 		g := h.groups[keys[l]]
 		if g == nil {
-			window := h.cfg.Window
+			window, decay := h.cfg.Window, h.cfg.Decay
 			if l <= levelGPUs {
-				window *= 16
+				window, decay = 16*window, 1
 			}
-			g = newRunGroup(window)
+			g = newRunGroup(window, decay)
 			h.groups[keys[l]] = g
 		}
 		g.add(obs{x: x, at: r.EndedAt, censored: r.Outcome.censored()})
@@ -180,7 +190,7 @@ func (h *History) Observe(r Run) {
 		if r.Owner != "" {
 			g := h.guesses[r.Owner]
 			if g == nil {
-				g = newRunGroup(h.cfg.Window)
+				g = newRunGroup(h.cfg.Window, h.cfg.Decay)
 				h.guesses[r.Owner] = g
 			}
 			g.add(e)
@@ -423,6 +433,7 @@ type runGroup struct {
 	runs  []obs
 	next  int // where the next run goes once the ring is full
 	cap   int
+	decay float64 // weight of each run relative to the next newer one (HistoryConfig.Decay)
 	dirty bool
 	sum   groupSummary
 }
@@ -436,7 +447,7 @@ type groupSummary struct {
 	mass   float64
 }
 
-func newRunGroup(window int) *runGroup { return &runGroup{cap: window} }
+func newRunGroup(window int, decay float64) *runGroup { return &runGroup{cap: window, decay: decay} }
 
 func (g *runGroup) add(o obs) {
 	if len(g.runs) < g.cap {
@@ -448,6 +459,15 @@ func (g *runGroup) add(o obs) {
 	g.dirty = true
 }
 
+// rank is how many runs were added after runs[i]: 0 for the newest.
+func (g *runGroup) rank(i int) int {
+	n := len(g.runs)
+	if n < g.cap {
+		return n - 1 - i
+	}
+	return (g.next - 1 - i + 2*n) % n
+}
+
 // weight is the group's recency-weighted run count at now: a run that ended
 // one half-life before now counts one half.
 func (s groupSummary) weight(now time.Time, halfLife time.Duration) float64 {
@@ -457,6 +477,10 @@ func (s groupSummary) weight(now time.Time, halfLife time.Duration) float64 {
 
 // summary computes (or returns the cached) percentiles of the group. The
 // weights are relative to the latest run, so they do not depend on now.
+// A run's weight in the distribution is its recency weight times decay to
+// the power of its rank (0 for the newest run added); the group's mass, its
+// run count for shrinkage, counts recency alone (rank says which runs to
+// believe, not how many there are).
 func (g *runGroup) summary(halfLife time.Duration) groupSummary {
 	if !g.dirty {
 		return g.sum
@@ -472,8 +496,8 @@ func (g *runGroup) summary(halfLife time.Duration) groupSummary {
 	mass := 0.0
 	for i, o := range g.runs {
 		w := math.Exp2(float64(o.at.Sub(latest)) / float64(halfLife))
-		pts[i] = point{x: o.x, w: w, censored: o.censored}
 		mass += w
+		pts[i] = point{x: o.x, w: w * math.Pow(g.decay, float64(g.rank(i))), censored: o.censored}
 	}
 	g.sum = groupSummary{dist: kaplanMeier(pts), latest: latest, mass: mass}
 	return g.sum

@@ -181,6 +181,69 @@ func TestHistoryRecency(t *testing.T) {
 	}
 }
 
+// TestHistoryDecay: within a group the latest runs count most, even when
+// all ended within hours: five runs of an hour, then three of three hours.
+func TestHistoryDecay(t *testing.T) {
+	older := runs(5, Run{Owner: "alice", Name: "x", GPUs: 1, Duration: time.Hour})
+	newer := runs(3, Run{Owner: "alice", Name: "x", GPUs: 1, Duration: 3 * time.Hour})
+	for i := range older {
+		older[i].EndedAt = older[i].EndedAt.Add(-3 * time.Hour) // before the newer ones
+	}
+	tests := []struct {
+		name  string
+		decay float64
+		want  time.Duration
+	}{
+		{"default 0.7: the three newest outweigh the five older", 0, 3 * time.Hour},
+		{"0.7", 0.7, 3 * time.Hour},
+		{"1: every run counts alike, the five win", 1, time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := NewHistory(HistoryConfig{Decay: tt.decay})
+			for _, r := range append(older, newer...) {
+				h.Observe(r)
+			}
+			got := h.Estimate(Job{Owner: "alice", Name: "x", GPUs: 1}, histNow)
+			if got.P50 != tt.want {
+				t.Errorf("P50 %v, want %v (%s)", got.P50, tt.want, got.Source)
+			}
+		})
+	}
+}
+
+// TestRunGroupRank checks the rank of each slot of the ring, before and
+// after it wraps.
+func TestRunGroupRank(t *testing.T) {
+	tests := []struct {
+		name  string
+		added int
+		want  []int // rank of runs[0], runs[1], …
+	}{
+		{"one", 1, []int{0}},
+		{"not full", 3, []int{2, 1, 0}},
+		{"full", 4, []int{3, 2, 1, 0}},
+		{"wrapped once", 5, []int{0, 3, 2, 1}},
+		{"wrapped three", 7, []int{2, 1, 0, 3}},
+		{"wrapped around", 8, []int{3, 2, 1, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newRunGroup(4, 0.5)
+			for i := range tt.added {
+				g.add(obs{x: float64(i)})
+			}
+			got := make([]int, len(g.runs))
+			for i := range g.runs {
+				got[i] = g.rank(i)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ranks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestHistoryInvariants feeds random runs to two Histories and checks they
 // answer alike, that asking twice changes nothing, and that P90 ≥ 1.25 P50.
 func TestHistoryInvariants(t *testing.T) {
