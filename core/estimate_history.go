@@ -202,7 +202,20 @@ func (h *History) Observe(r Run) {
 
 // Estimate implements Estimator.
 func (h *History) Estimate(j Job, now time.Time) Estimate {
-	d, words, runs, ok := h.distribution(j, now)
+	return h.EstimateAmong(j, nil, now)
+}
+
+// EstimateAmong is Estimate knowing the runs still under way, each with
+// Duration the time it has run by now. A run of the same owner that is
+// still going says "at least this long" about its work, like a run stopped
+// from outside: it joins the owner's groups it shares with j (owner + name +
+// GPU count, owner + name, owner + model family) as their newest run,
+// censored (Kaplan–Meier moves its weight to longer runs). It joins only
+// groups that have finished runs and adds nothing to their run count: eight
+// runs of a sweep that started a minute ago say little yet. Runs of other
+// owners are ignored.
+func (h *History) EstimateAmong(j Job, running []Run, now time.Time) Estimate {
+	d, words, runs, ok := h.distribution(j, running, now)
 	if !ok {
 		return h.cfg.Fallback.Estimate(j, now)
 	}
@@ -214,7 +227,7 @@ func (h *History) Estimate(j Job, now time.Time) Estimate {
 // past every run its groups have seen is expected to need a tenth more
 // (P90: half again), never to have ended already.
 func (h *History) EstimateRunning(j Job, elapsed time.Duration, now time.Time) Estimate {
-	d, words, runs, ok := h.distribution(j, now)
+	d, words, runs, ok := h.distribution(j, nil, now)
 	if !ok {
 		return conditioned(h.cfg.Fallback.Estimate(j, now), elapsed)
 	}
@@ -258,25 +271,31 @@ func estimateOf(d distribution, words string, runs int) Estimate {
 
 // distribution is the mixture of j's groups, the estimate from its work
 // and its guess (see History), with the words that say where it came from;
-// ok is false when nothing is known.
-func (h *History) distribution(j Job, now time.Time) (d distribution, words string, runs int, ok bool) {
+// ok is false when nothing is known. running are the runs under way (see
+// EstimateAmong).
+func (h *History) distribution(j Job, running []Run, now time.Time) (d distribution, words string, runs int, ok bool) {
 	family := j.Model
 	if m, ok := ParseModel(j.Model); ok {
 		family = m.Family
 	}
-	// 1. The runs of similar jobs, from the finest group to the coarsest.
+	// 1. The runs of similar jobs, from the finest group to the coarsest,
+	//    the owner's groups with the owner's runs under way.
 	keys, has := groupKeys(j.Owner, j.Project, j.Name, family, j.GPUs)
+	underway := underwayRuns(j.Owner, keys, running)
 	gs := make([]*runGroup, 0, levels)
 	for l := levels - 1; l >= 0; l-- {
-		if has[l] {
-			gs = append(gs, h.groups[keys[l]])
-		} else {
-			gs = append(gs, nil)
+		g := h.groups[keys[l]]
+		switch {
+		case !has[l]:
+			g = nil
+		case g != nil && len(underway[l]) > 0:
+			g = g.with(underway[l])
 		}
+		gs = append(gs, g)
 	}
 	past, finest, found := h.shrink(gs, nil, now)
 	if found {
-		runs = len(gs[finest].runs)
+		runs = gs[finest].finished()
 		words = describe(levels-1-level(finest), runs, j, family)
 		d = past
 	}
@@ -322,6 +341,31 @@ func (h *History) distribution(j Job, now time.Time) (d distribution, words stri
 		}
 	}
 	return d, words, runs, true
+}
+
+// underwayRuns returns, for each of the owner's levels, the runs in running
+// that share the group keys[level] with the job, as censored observations
+// ("at least as long as it has run so far"), oldest first: the one that
+// has run longest started first.
+func underwayRuns(owner string, keys [levels]groupKey, running []Run) (out [levels][]obs) {
+	if owner == "" {
+		return out
+	}
+	for _, r := range running {
+		if r.Owner != owner {
+			continue
+		}
+		rk, ok := groupKeys(r.Owner, r.Project, r.Name, r.Family, r.GPUs)
+		for l := levelOwnerFamily; l < levels; l++ {
+			if ok[l] && rk[l] == keys[l] {
+				out[l] = append(out[l], obs{x: logSeconds(r.Duration), censored: true, underway: true})
+			}
+		}
+	}
+	for l := range out {
+		slices.SortStableFunc(out[l], func(a, b obs) int { return cmp.Compare(b.x, a.x) })
+	}
+	return out
 }
 
 // shrink mixes groups given finest first (nil where a level has none).
@@ -421,11 +465,15 @@ func describe(l level, n int, j Job, family string) string {
 
 func gpuJobs(gpus int) string { return fmt.Sprintf("%d-GPU jobs", gpus) }
 
-// obs is one run in a group: its log duration and when it ended.
+// obs is one run in a group: its log duration and when it ended. A run
+// under way (EstimateAmong) is censored at the time it has run and weighs
+// as much as the newest finished run, but adds nothing to the group's run
+// count.
 type obs struct {
 	x        float64
 	at       time.Time
 	censored bool
+	underway bool
 }
 
 // runGroup keeps a group's most recent runs in a ring and caches its summary.
@@ -448,6 +496,30 @@ type groupSummary struct {
 }
 
 func newRunGroup(window int, decay float64) *runGroup { return &runGroup{cap: window, decay: decay} }
+
+// finished is how many of the group's runs have ended (not under way).
+func (g *runGroup) finished() int {
+	n := 0
+	for _, o := range g.runs {
+		if !o.underway {
+			n++
+		}
+	}
+	return n
+}
+
+// with returns a new group holding g's runs, oldest first, then extra as
+// the newest; g is unchanged.
+func (g *runGroup) with(extra []obs) *runGroup {
+	runs := make([]obs, 0, len(g.runs)+len(extra))
+	if len(g.runs) < g.cap {
+		runs = append(runs, g.runs...)
+	} else {
+		runs = append(append(runs, g.runs[g.next:]...), g.runs[:g.next]...)
+	}
+	runs = append(runs, extra...)
+	return &runGroup{runs: runs, cap: len(runs), decay: g.decay, dirty: true}
+}
 
 func (g *runGroup) add(o obs) {
 	if len(g.runs) < g.cap {
@@ -486,17 +558,20 @@ func (g *runGroup) summary(halfLife time.Duration) groupSummary {
 		return g.sum
 	}
 	g.dirty = false
-	latest := g.runs[0].at
+	var latest time.Time
 	for _, o := range g.runs {
-		if o.at.After(latest) {
+		if !o.underway && (latest.IsZero() || o.at.After(latest)) {
 			latest = o.at
 		}
 	}
 	pts := make([]point, len(g.runs))
 	mass := 0.0
 	for i, o := range g.runs {
-		w := math.Exp2(float64(o.at.Sub(latest)) / float64(halfLife))
-		mass += w
+		w := 1.0 // a run under way weighs as much as the newest finished one
+		if !o.underway {
+			w = math.Exp2(float64(o.at.Sub(latest)) / float64(halfLife))
+			mass += w
+		}
 		pts[i] = point{x: o.x, w: w * math.Pow(g.decay, float64(g.rank(i))), censored: o.censored}
 	}
 	g.sum = groupSummary{dist: kaplanMeier(pts), latest: latest, mass: mass}

@@ -212,6 +212,49 @@ func TestHistoryDecay(t *testing.T) {
 	}
 }
 
+// TestHistoryAmong: runs still under way say "at least this long" about
+// the owner's similar work, count as its newest runs and add nothing to a
+// group's run count; other owners' runs and groups without finished runs
+// are left alone.
+func TestHistoryAmong(t *testing.T) {
+	h := newHistoryOf(runs(4, Run{Owner: "alice", Name: "sweep", GPUs: 8, Duration: time.Hour}))
+	sweep := Job{Owner: "alice", Name: "sweep", GPUs: 8}
+	under := func(owner, name string, d time.Duration) Run {
+		return Run{Owner: owner, Name: name, GPUs: 8, Duration: d}
+	}
+	tests := []struct {
+		name    string
+		job     Job
+		running []Run
+		want    time.Duration
+	}{
+		{"none", sweep, nil, time.Hour},
+		{"one shorter than every run", sweep, []Run{under("alice", "sweep", 10*time.Minute)}, time.Hour},
+		// In the group, weights 1 + 0.7 + 0.49 against 0.34 + 0.24 + 0.17 +
+		// 0.12 for the finished hours: 72 % is "at least 5, 6, 7 h", and
+		// stays on the longest, a lower bound; the group holds 4/5 of the
+		// estimate (k = 1), so P50 is 7 h.
+		{"three past every run", sweep, []Run{under("alice", "sweep", 5*time.Hour), under("alice", "sweep", 6*time.Hour),
+			under("alice", "sweep", 7*time.Hour)}, 7 * time.Hour},
+		{"another owner's", sweep, []Run{under("bob", "sweep", 5*time.Hour), under("bob", "sweep", 6*time.Hour),
+			under("bob", "sweep", 7*time.Hour)}, time.Hour},
+		// Carol has no finished runs: her runs under way make no group, the 8-GPU jobs answer.
+		{"an owner without finished runs", Job{Owner: "carol", Name: "sweep", GPUs: 8}, []Run{under("carol", "sweep", 5*time.Hour),
+			under("carol", "sweep", 6*time.Hour), under("carol", "sweep", 7*time.Hour)}, time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := h.EstimateAmong(tt.job, tt.running, histNow)
+			if got.P50 != tt.want || got.Samples != 4 {
+				t.Errorf("P50 %v from %d runs, want %v from 4 (%s)", got.P50, got.Samples, tt.want, got.Source)
+			}
+		})
+	}
+	if got, want := h.EstimateAmong(sweep, nil, histNow), h.Estimate(sweep, histNow); got != want {
+		t.Errorf("without runs under way %+v, Estimate says %+v", got, want)
+	}
+}
+
 // TestRunGroupRank checks the rank of each slot of the ring, before and
 // after it wraps.
 func TestRunGroupRank(t *testing.T) {
