@@ -297,6 +297,13 @@ func (h *History) distribution(j Job, running []Run, now time.Time) (d distribut
 	if found {
 		runs = gs[finest].finished()
 		words = describe(levels-1-level(finest), runs, j, family)
+		switch n := len(gs[finest].runs) - runs; n {
+		case 0:
+		case 1:
+			words += ", and 1 under way"
+		default:
+			words += fmt.Sprintf(", and %d under way", n)
+		}
 		d = past
 	}
 	// 2. The work its hints describe at a learned (or assumed) throughput.
@@ -328,7 +335,7 @@ func (h *History) distribution(j Job, running []Run, now time.Time) (d distribut
 	// 3. Blend in the submitter's guess, scaled by how far off that owner's
 	//    guesses have been, and weighted by how consistently so.
 	if j.Hints.Guess > 0 {
-		errs, n := h.guessErrors(j.Owner, now)
+		errs, n := h.guessErrors(j.Owner, running, now)
 		g := errs.shifted(logSeconds(j.Hints.Guess))
 		a := g.precision() / (g.precision() + d.precisionOf(runs, h.cfg.Prior))
 		d = d.mix(g, a)
@@ -422,8 +429,10 @@ var guessPrior = distribution{{x: -1.1, p: 0.25}, {x: 0, p: 0.5}, {x: 1.1, p: 0.
 
 // guessErrors returns the distribution of log(actual / guess) for an
 // owner's guesses — theirs, shrunk toward everyone's, shrunk toward
-// guessPrior — and how many of their own guesses are behind it.
-func (h *History) guessErrors(owner string, now time.Time) (distribution, int) {
+// guessPrior — and how many of their own guesses are behind it. The
+// owner's runs under way that had a guess count as their newest, censored:
+// "at least this far off" (see EstimateAmong).
+func (h *History) guessErrors(owner string, running []Run, now time.Time) (distribution, int) {
 	d := guessPrior
 	if len(h.all.runs) > 0 {
 		all := h.all.summary(h.cfg.HalfLife)
@@ -434,9 +443,23 @@ func (h *History) guessErrors(owner string, now time.Time) (distribution, int) {
 	if owner == "" || g == nil {
 		return d, 0
 	}
+	var mine []Run
+	for _, r := range running {
+		if r.Owner == owner && r.Guess > 0 {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) > 0 {
+		slices.SortStableFunc(mine, func(a, b Run) int { return cmp.Compare(b.Duration, a.Duration) }) // oldest first
+		extra := make([]obs, len(mine))
+		for i, r := range mine {
+			extra[i] = obs{x: logSeconds(r.Duration) - logSeconds(r.Guess), censored: true, underway: true}
+		}
+		g = g.with(extra)
+	}
 	own := g.summary(h.cfg.HalfLife)
 	n := own.weight(now, h.cfg.HalfLife)
-	return d.mix(own.dist, n/(n+h.cfg.Prior)), len(g.runs)
+	return d.mix(own.dist, n/(n+h.cfg.Prior)), g.finished()
 }
 
 // describe says in words where an estimate came from; users see it.

@@ -219,39 +219,67 @@ func TestHistoryDecay(t *testing.T) {
 func TestHistoryAmong(t *testing.T) {
 	h := newHistoryOf(runs(4, Run{Owner: "alice", Name: "sweep", GPUs: 8, Duration: time.Hour}))
 	sweep := Job{Owner: "alice", Name: "sweep", GPUs: 8}
-	under := func(owner, name string, d time.Duration) Run {
-		return Run{Owner: owner, Name: name, GPUs: 8, Duration: d}
+	under := func(owner string, hours ...float64) []Run {
+		var out []Run
+		for _, h := range hours {
+			out = append(out, Run{Owner: owner, Name: "sweep", GPUs: 8, Duration: time.Duration(h * float64(time.Hour))})
+		}
+		return out
 	}
+	const sweeps = "history: 4 earlier runs of sweep by alice on 8 GPUs"
 	tests := []struct {
 		name    string
 		job     Job
 		running []Run
-		want    time.Duration
+		want    Estimate
 	}{
-		{"none", sweep, nil, time.Hour},
-		{"one shorter than every run", sweep, []Run{under("alice", "sweep", 10*time.Minute)}, time.Hour},
+		{"none", sweep, nil, Estimate{P50: time.Hour, P90: 75 * time.Minute, Source: sweeps, Samples: 4}},
+		{"one shorter than every run", sweep, under("alice", 1.0/6),
+			Estimate{P50: time.Hour, P90: 75 * time.Minute, Source: sweeps + ", and 1 under way", Samples: 4}},
 		// In the group, weights 1 + 0.7 + 0.49 against 0.34 + 0.24 + 0.17 +
 		// 0.12 for the finished hours: 72 % is "at least 5, 6, 7 h", and
 		// stays on the longest, a lower bound; the group holds 4/5 of the
 		// estimate (k = 1), so P50 is 7 h.
-		{"three past every run", sweep, []Run{under("alice", "sweep", 5*time.Hour), under("alice", "sweep", 6*time.Hour),
-			under("alice", "sweep", 7*time.Hour)}, 7 * time.Hour},
-		{"another owner's", sweep, []Run{under("bob", "sweep", 5*time.Hour), under("bob", "sweep", 6*time.Hour),
-			under("bob", "sweep", 7*time.Hour)}, time.Hour},
-		// Carol has no finished runs: her runs under way make no group, the 8-GPU jobs answer.
-		{"an owner without finished runs", Job{Owner: "carol", Name: "sweep", GPUs: 8}, []Run{under("carol", "sweep", 5*time.Hour),
-			under("carol", "sweep", 6*time.Hour), under("carol", "sweep", 7*time.Hour)}, time.Hour},
+		{"three past every run", sweep, under("alice", 5, 6, 7),
+			Estimate{P50: 7 * time.Hour, P90: 7*time.Hour + 105*time.Minute, Source: sweeps + ", and 3 under way", Samples: 4}},
+		{"another owner's", sweep, under("bob", 5, 6, 7), Estimate{P50: time.Hour, P90: 75 * time.Minute, Source: sweeps, Samples: 4}},
+		// Carol has no finished runs: hers under way make no group, the 8-GPU jobs answer.
+		{"an owner without finished runs", Job{Owner: "carol", Name: "sweep", GPUs: 8}, under("carol", 5, 6, 7),
+			Estimate{P50: time.Hour, P90: 75 * time.Minute, Source: "typical for 8-GPU jobs (4 earlier runs)", Samples: 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := h.EstimateAmong(tt.job, tt.running, histNow)
-			if got.P50 != tt.want || got.Samples != 4 {
-				t.Errorf("P50 %v from %d runs, want %v from 4 (%s)", got.P50, got.Samples, tt.want, got.Source)
+			if diff := cmp.Diff(tt.want, h.EstimateAmong(tt.job, tt.running, histNow)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
 	if got, want := h.EstimateAmong(sweep, nil, histNow), h.Estimate(sweep, histNow); got != want {
 		t.Errorf("without runs under way %+v, Estimate says %+v", got, want)
+	}
+}
+
+// TestHistoryAmongGuess: runs under way also correct the owner's record
+// of guesses. Alice's three runs took 40 minutes of the hour she guessed;
+// three more have run two hours of it.
+func TestHistoryAmongGuess(t *testing.T) {
+	h := newHistoryOf(runs(3, Run{Owner: "alice", Name: "sweep", GPUs: 1, Guess: time.Hour, Duration: 40 * time.Minute}))
+	j := Job{Owner: "alice", Name: "sweep", GPUs: 1, Hints: Hints{Guess: time.Hour}}
+	running := runs(3, Run{Owner: "alice", Name: "sweep", GPUs: 1, Guess: time.Hour, Duration: 2 * time.Hour})
+	tests := []struct {
+		name    string
+		running []Run
+		want    time.Duration
+	}{
+		{"none: two thirds of the guess", nil, 40 * time.Minute},
+		{"three past twice the guess", running, 2 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := h.EstimateAmong(j, tt.running, histNow); got.P50 != tt.want {
+				t.Errorf("P50 %v, want %v (%s)", got.P50, tt.want, got.Source)
+			}
+		})
 	}
 }
 
