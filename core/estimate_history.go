@@ -98,8 +98,8 @@ func (c HistoryConfig) withDefaults() HistoryConfig {
 // owner + name, owner + GPU model family, project + GPU count, GPU count,
 // everyone — and summarises each group by the 10th, 50th and 90th
 // percentiles of log duration, with recent runs weighing more (see
-// HistoryConfig.HalfLife) and runs stopped from outside treated as "at
-// least this long" (Kaplan–Meier: their weight moves to the longer runs, so
+// HistoryConfig.HalfLife and Decay) and runs stopped from outside, or still
+// under way (EstimateAmong), treated as "at least this long" (Kaplan–Meier: their weight moves to the longer runs, so
 // they never pull the median down). An estimate is a mixture of the
 // groups' distributions: the finest group with runs takes the share n/(n+k)
 // of it, n its recency-weighted run count and k HistoryConfig.Prior, the
