@@ -365,7 +365,7 @@ func underwayRuns(owner string, keys [levels]groupKey, running []Run) (out [leve
 		rk, ok := groupKeys(r.Owner, r.Project, r.Name, r.Family, r.GPUs)
 		for l := levelOwnerFamily; l < levels; l++ {
 			if ok[l] && rk[l] == keys[l] {
-				out[l] = append(out[l], obs{x: logSeconds(r.Duration), censored: true, underway: true})
+				out[l] = append(out[l], obs{x: elapsedLog(r.Duration), censored: true, underway: true})
 			}
 		}
 	}
@@ -373,6 +373,26 @@ func underwayRuns(owner string, keys [levels]groupKey, running []Run) (out [leve
 		slices.SortStableFunc(out[l], func(a, b obs) int { return cmp.Compare(b.x, a.x) })
 	}
 	return out
+}
+
+// elapsedSteps are what a run under way's elapsed time is rounded down to
+// a multiple of: the largest at most an eighth of it, at least a minute.
+// Rounded down it is still a lower bound, and an estimate that rests on it
+// changes every quarter of an hour at two hours, not at every replan (plans
+// compare estimates and rewrite the predictions that changed).
+var elapsedSteps = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour}
+
+// elapsedLog is the log of a run under way's elapsed time, rounded down
+// (elapsedSteps).
+func elapsedLog(d time.Duration) float64 {
+	step := elapsedSteps[0]
+	for _, s := range elapsedSteps {
+		if s <= d/8 {
+			step = s
+		}
+	}
+	return logSeconds(d.Truncate(step))
 }
 
 // shrink mixes groups given finest first (nil where a level has none).
@@ -453,7 +473,7 @@ func (h *History) guessErrors(owner string, running []Run, now time.Time) (distr
 		slices.SortStableFunc(mine, func(a, b Run) int { return cmp.Compare(b.Duration, a.Duration) }) // oldest first
 		extra := make([]obs, len(mine))
 		for i, r := range mine {
-			extra[i] = obs{x: logSeconds(r.Duration) - logSeconds(r.Guess), censored: true, underway: true}
+			extra[i] = obs{x: elapsedLog(r.Duration) - logSeconds(r.Guess), censored: true, underway: true}
 		}
 		g = g.with(extra)
 	}

@@ -283,6 +283,26 @@ func TestHistoryAmongGuess(t *testing.T) {
 	}
 }
 
+func TestElapsedLog(t *testing.T) {
+	tests := []struct {
+		elapsed, want time.Duration
+	}{
+		{30 * time.Second, time.Second}, // under a minute: nothing yet (log of 1 s)
+		{2*time.Minute + 30*time.Second, 2 * time.Minute},
+		{2500 * time.Second, 40 * time.Minute},
+		{2*time.Hour + 7*time.Minute, 2 * time.Hour},
+		{7*time.Hour + 20*time.Minute, 7 * time.Hour},
+		{77 * time.Hour, 72 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.elapsed.String(), func(t *testing.T) {
+			if got := fromLog(elapsedLog(tt.elapsed)); got != tt.want {
+				t.Errorf("elapsedLog(%v) = log of %v, want %v", tt.elapsed, got, tt.want)
+			}
+		})
+	}
+}
+
 // TestRunGroupRank checks the rank of each slot of the ring, before and
 // after it wraps.
 func TestRunGroupRank(t *testing.T) {

@@ -64,6 +64,13 @@ func TestRunsUnderWayShapeEstimates(t *testing.T) {
 	if got != want {
 		t.Errorf("estimate while three sweeps have run 2h = %+v, want %+v", got, want)
 	}
+	// Their elapsed time counts in steps (a quarter of an hour at 2 h), so
+	// the next replan, a minute later, leaves the estimate as it was.
+	e.Clock.Advance(time.Minute)
+	replan(t, e)
+	if again := job(t, e, next.ID).Prediction.Estimate; again != got {
+		t.Errorf("a minute later the estimate is %+v, was %+v", again, got)
+	}
 }
 
 // TestFinishedRunsTeachThroughput: a job that states its work is first

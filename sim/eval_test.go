@@ -74,8 +74,9 @@ func TestEvaluateIsCausal(t *testing.T) {
 
 // TestEvaluateRunsUnderWay checks that a prediction knows how long the
 // user's runs still going have run so far, and only that: the third job is
-// predicted at least as long as the second has run (2,500 s of its 5,000)
-// when that one has started, and from the first job's 100 s when it waits.
+// predicted at least as long as the second has run (2,500 s of its 5,000,
+// rounded down to 40 minutes) when that one has started, and from the first
+// job's 100 s when it waits.
 func TestEvaluateRunsUnderWay(t *testing.T) {
 	tr := Trace{Jobs: []TraceJob{
 		{ID: "1", Submit: 0, GPUs: 1, Duration: 100 * time.Second, User: "u"},
@@ -88,7 +89,7 @@ func TestEvaluateRunsUnderWay(t *testing.T) {
 		waits map[string]time.Duration
 		third float64 // the third job's accuracy
 	}{
-		{"running for 2500 s", nil, 2500.0 / 5000},
+		{"running for 2500 s", nil, 2400.0 / 5000},
 		{"still waiting to start", map[string]time.Duration{"2": 3000 * time.Second}, 100.0 / 5000},
 	}
 	for _, tt := range tests {
