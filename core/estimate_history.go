@@ -98,13 +98,14 @@ func (c HistoryConfig) withDefaults() HistoryConfig {
 // owner + name, owner + GPU model family, project + GPU count, GPU count,
 // everyone — and summarises each group by the 10th, 50th and 90th
 // percentiles of log duration, with recent runs weighing more (see
-// HistoryConfig.HalfLife and Decay) and runs stopped from outside, or still
-// under way (EstimateAmong), treated as "at least this long" (Kaplan–Meier: their weight moves to the longer runs, so
-// they never pull the median down). An estimate is a mixture of the
-// groups' distributions: the finest group with runs takes the share n/(n+k)
-// of it, n its recency-weighted run count and k HistoryConfig.Prior, the
-// next coarser group the same share of what is left (n counting only the
-// runs it adds), and so on, everyone taking the rest. So one odd run does
+// HistoryConfig.HalfLife and Decay) and runs stopped from outside, or
+// still under way (EstimateAmong), treated as "at least this long"
+// (Kaplan–Meier: their weight moves to the longer runs, so they never pull
+// the median down). An estimate is a mixture of the groups' distributions:
+// the finest group with runs takes the share n/(n+k) of it, n its
+// recency-weighted run count and k HistoryConfig.Prior, the next coarser
+// group the same share of what is left (n counting only the runs it adds),
+// and so on, everyone taking the rest. So one odd run does
 // not dominate a group of ten, and a thin group borrows strength from its
 // parents. P50 and P90 are the mixture's percentiles: always a duration some
 // run had, never a point between a crash in seconds and a run of hours.
