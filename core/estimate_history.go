@@ -66,6 +66,13 @@ type HistoryConfig struct {
 	// full weight counts as much as its parents. Default 1 (tuned on the
 	// KTH-SP2 and Philly traces, docs/estimates.md).
 	Prior float64
+	// Decay is how much each run of a fine group (owner or project) weighs
+	// relative to the next newer one, on top of HalfLife: the last run of
+	// the same job says more than the one before it, however close in time
+	// they ended. Default 0.7 (tuned on KTH-SP2, docs/estimates.md); 1
+	// turns it off. The coarse groups (GPU count, everyone) describe a
+	// population, not a sequence, and do not decay by rank.
+	Decay float64
 	// Fallback answers when nothing has finished yet.
 	Fallback DefaultEstimator
 }
@@ -80,6 +87,9 @@ func (c HistoryConfig) withDefaults() HistoryConfig {
 	if c.Prior <= 0 {
 		c.Prior = 1
 	}
+	if c.Decay <= 0 || c.Decay > 1 {
+		c.Decay = 0.7
+	}
 	return c
 }
 
@@ -88,13 +98,14 @@ func (c HistoryConfig) withDefaults() HistoryConfig {
 // owner + name, owner + GPU model family, project + GPU count, GPU count,
 // everyone — and summarises each group by the 10th, 50th and 90th
 // percentiles of log duration, with recent runs weighing more (see
-// HistoryConfig.HalfLife) and runs stopped from outside treated as "at
-// least this long" (Kaplan–Meier: their weight moves to the longer runs, so
-// they never pull the median down). An estimate is a mixture of the
-// groups' distributions: the finest group with runs takes the share n/(n+k)
-// of it, n its recency-weighted run count and k HistoryConfig.Prior, the
-// next coarser group the same share of what is left (n counting only the
-// runs it adds), and so on, everyone taking the rest. So one odd run does
+// HistoryConfig.HalfLife and Decay) and runs stopped from outside, or
+// still under way (EstimateAmong), treated as "at least this long"
+// (Kaplan–Meier: their weight moves to the longer runs, so they never pull
+// the median down). An estimate is a mixture of the groups' distributions:
+// the finest group with runs takes the share n/(n+k) of it, n its
+// recency-weighted run count and k HistoryConfig.Prior, the next coarser
+// group the same share of what is left (n counting only the runs it adds),
+// and so on, everyone taking the rest. So one odd run does
 // not dominate a group of ten, and a thin group borrows strength from its
 // parents. P50 and P90 are the mixture's percentiles: always a duration some
 // run had, never a point between a crash in seconds and a run of hours.
@@ -117,7 +128,7 @@ type History struct {
 func NewHistory(cfg HistoryConfig) *History {
 	cfg = cfg.withDefaults()
 	return &History{cfg: cfg, groups: map[groupKey]*runGroup{}, guesses: map[string]*runGroup{},
-		all: newRunGroup(16 * cfg.Window), work: map[workKey]*runGroup{}}
+		all: newRunGroup(16*cfg.Window, 1), work: map[workKey]*runGroup{}}
 }
 
 // level is a grouping of runs, coarsest first.
@@ -163,11 +174,11 @@ func (h *History) Observe(r Run) {
 		}
 		g := h.groups[keys[l]]
 		if g == nil {
-			window := h.cfg.Window
+			window, decay := h.cfg.Window, h.cfg.Decay
 			if l <= levelGPUs {
-				window *= 16
+				window, decay = 16*window, 1
 			}
-			g = newRunGroup(window)
+			g = newRunGroup(window, decay)
 			h.groups[keys[l]] = g
 		}
 		g.add(obs{x: x, at: r.EndedAt, censored: r.Outcome.censored()})
@@ -180,7 +191,7 @@ func (h *History) Observe(r Run) {
 		if r.Owner != "" {
 			g := h.guesses[r.Owner]
 			if g == nil {
-				g = newRunGroup(h.cfg.Window)
+				g = newRunGroup(h.cfg.Window, h.cfg.Decay)
 				h.guesses[r.Owner] = g
 			}
 			g.add(e)
@@ -192,7 +203,20 @@ func (h *History) Observe(r Run) {
 
 // Estimate implements Estimator.
 func (h *History) Estimate(j Job, now time.Time) Estimate {
-	d, words, runs, ok := h.distribution(j, now)
+	return h.EstimateAmong(j, nil, now)
+}
+
+// EstimateAmong is Estimate knowing the runs still under way, each with
+// Duration the time it has run by now. A run of the same owner that is
+// still going says "at least this long" about its work, like a run stopped
+// from outside: it joins the owner's groups it shares with j (owner + name +
+// GPU count, owner + name, owner + model family) as their newest run,
+// censored (Kaplan–Meier moves its weight to longer runs). It joins only
+// groups that have finished runs and adds nothing to their run count: eight
+// runs of a sweep that started a minute ago say little yet. Runs of other
+// owners are ignored.
+func (h *History) EstimateAmong(j Job, running []Run, now time.Time) Estimate {
+	d, words, runs, ok := h.distribution(j, running, now)
 	if !ok {
 		return h.cfg.Fallback.Estimate(j, now)
 	}
@@ -204,7 +228,7 @@ func (h *History) Estimate(j Job, now time.Time) Estimate {
 // past every run its groups have seen is expected to need a tenth more
 // (P90: half again), never to have ended already.
 func (h *History) EstimateRunning(j Job, elapsed time.Duration, now time.Time) Estimate {
-	d, words, runs, ok := h.distribution(j, now)
+	d, words, runs, ok := h.distribution(j, nil, now)
 	if !ok {
 		return conditioned(h.cfg.Fallback.Estimate(j, now), elapsed)
 	}
@@ -248,26 +272,39 @@ func estimateOf(d distribution, words string, runs int) Estimate {
 
 // distribution is the mixture of j's groups, the estimate from its work
 // and its guess (see History), with the words that say where it came from;
-// ok is false when nothing is known.
-func (h *History) distribution(j Job, now time.Time) (d distribution, words string, runs int, ok bool) {
+// ok is false when nothing is known. running are the runs under way (see
+// EstimateAmong).
+func (h *History) distribution(j Job, running []Run, now time.Time) (d distribution, words string, runs int, ok bool) {
 	family := j.Model
 	if m, ok := ParseModel(j.Model); ok {
 		family = m.Family
 	}
-	// 1. The runs of similar jobs, from the finest group to the coarsest.
+	// 1. The runs of similar jobs, from the finest group to the coarsest,
+	//    the owner's groups with the owner's runs under way.
 	keys, has := groupKeys(j.Owner, j.Project, j.Name, family, j.GPUs)
+	underway := underwayRuns(j.Owner, keys, running)
 	gs := make([]*runGroup, 0, levels)
 	for l := levels - 1; l >= 0; l-- {
-		if has[l] {
-			gs = append(gs, h.groups[keys[l]])
-		} else {
-			gs = append(gs, nil)
+		g := h.groups[keys[l]]
+		switch {
+		case !has[l]:
+			g = nil
+		case g != nil && len(underway[l]) > 0:
+			g = g.with(underway[l])
 		}
+		gs = append(gs, g)
 	}
 	past, finest, found := h.shrink(gs, nil, now)
 	if found {
-		runs = len(gs[finest].runs)
+		runs = gs[finest].finished()
 		words = describe(levels-1-level(finest), runs, j, family)
+		switch n := len(gs[finest].runs) - runs; n {
+		case 0:
+		case 1:
+			words += ", and 1 under way"
+		default:
+			words += fmt.Sprintf(", and %d under way", n)
+		}
 		d = past
 	}
 	// 2. The work its hints describe at a learned (or assumed) throughput.
@@ -299,7 +336,7 @@ func (h *History) distribution(j Job, now time.Time) (d distribution, words stri
 	// 3. Blend in the submitter's guess, scaled by how far off that owner's
 	//    guesses have been, and weighted by how consistently so.
 	if j.Hints.Guess > 0 {
-		errs, n := h.guessErrors(j.Owner, now)
+		errs, n := h.guessErrors(j.Owner, running, now)
 		g := errs.shifted(logSeconds(j.Hints.Guess))
 		a := g.precision() / (g.precision() + d.precisionOf(runs, h.cfg.Prior))
 		d = d.mix(g, a)
@@ -312,6 +349,51 @@ func (h *History) distribution(j Job, now time.Time) (d distribution, words stri
 		}
 	}
 	return d, words, runs, true
+}
+
+// underwayRuns returns, for each of the owner's levels, the runs in running
+// that share the group keys[level] with the job, as censored observations
+// ("at least as long as it has run so far"), oldest first: the one that
+// has run longest started first.
+func underwayRuns(owner string, keys [levels]groupKey, running []Run) (out [levels][]obs) {
+	if owner == "" {
+		return out
+	}
+	for _, r := range running {
+		if r.Owner != owner {
+			continue
+		}
+		rk, ok := groupKeys(r.Owner, r.Project, r.Name, r.Family, r.GPUs)
+		for l := levelOwnerFamily; l < levels; l++ {
+			if ok[l] && rk[l] == keys[l] {
+				out[l] = append(out[l], obs{x: elapsedLog(r.Duration), censored: true, underway: true})
+			}
+		}
+	}
+	for l := range out {
+		slices.SortStableFunc(out[l], func(a, b obs) int { return cmp.Compare(b.x, a.x) })
+	}
+	return out
+}
+
+// elapsedSteps are what a run under way's elapsed time is rounded down to
+// a multiple of: the largest at most an eighth of it, at least a minute.
+// Rounded down it is still a lower bound, and an estimate that rests on it
+// changes every quarter of an hour at two hours, not at every replan (plans
+// compare estimates and rewrite the predictions that changed).
+var elapsedSteps = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour}
+
+// elapsedLog is the log of a run under way's elapsed time, rounded down
+// (elapsedSteps).
+func elapsedLog(d time.Duration) float64 {
+	step := elapsedSteps[0]
+	for _, s := range elapsedSteps {
+		if s <= d/8 {
+			step = s
+		}
+	}
+	return logSeconds(d.Truncate(step))
 }
 
 // shrink mixes groups given finest first (nil where a level has none).
@@ -368,8 +450,10 @@ var guessPrior = distribution{{x: -1.1, p: 0.25}, {x: 0, p: 0.5}, {x: 1.1, p: 0.
 
 // guessErrors returns the distribution of log(actual / guess) for an
 // owner's guesses — theirs, shrunk toward everyone's, shrunk toward
-// guessPrior — and how many of their own guesses are behind it.
-func (h *History) guessErrors(owner string, now time.Time) (distribution, int) {
+// guessPrior — and how many of their own guesses are behind it. The
+// owner's runs under way that had a guess count as their newest, censored:
+// "at least this far off" (see EstimateAmong).
+func (h *History) guessErrors(owner string, running []Run, now time.Time) (distribution, int) {
 	d := guessPrior
 	if len(h.all.runs) > 0 {
 		all := h.all.summary(h.cfg.HalfLife)
@@ -380,9 +464,23 @@ func (h *History) guessErrors(owner string, now time.Time) (distribution, int) {
 	if owner == "" || g == nil {
 		return d, 0
 	}
+	var mine []Run
+	for _, r := range running {
+		if r.Owner == owner && r.Guess > 0 {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) > 0 {
+		slices.SortStableFunc(mine, func(a, b Run) int { return cmp.Compare(b.Duration, a.Duration) }) // oldest first
+		extra := make([]obs, len(mine))
+		for i, r := range mine {
+			extra[i] = obs{x: elapsedLog(r.Duration) - logSeconds(r.Guess), censored: true, underway: true}
+		}
+		g = g.with(extra)
+	}
 	own := g.summary(h.cfg.HalfLife)
 	n := own.weight(now, h.cfg.HalfLife)
-	return d.mix(own.dist, n/(n+h.cfg.Prior)), len(g.runs)
+	return d.mix(own.dist, n/(n+h.cfg.Prior)), g.finished()
 }
 
 // describe says in words where an estimate came from; users see it.
@@ -410,191 +508,3 @@ func describe(l level, n int, j Job, family string) string {
 }
 
 func gpuJobs(gpus int) string { return fmt.Sprintf("%d-GPU jobs", gpus) }
-
-// obs is one run in a group: its log duration and when it ended.
-type obs struct {
-	x        float64
-	at       time.Time
-	censored bool
-}
-
-// runGroup keeps a group's most recent runs in a ring and caches its summary.
-type runGroup struct {
-	runs  []obs
-	next  int // where the next run goes once the ring is full
-	cap   int
-	dirty bool
-	sum   groupSummary
-}
-
-// groupSummary is a group's distribution of log durations plus what its
-// recency weight needs: the summed weights of its runs relative to the
-// latest one's end.
-type groupSummary struct {
-	dist   distribution
-	latest time.Time
-	mass   float64
-}
-
-func newRunGroup(window int) *runGroup { return &runGroup{cap: window} }
-
-func (g *runGroup) add(o obs) {
-	if len(g.runs) < g.cap {
-		g.runs = append(g.runs, o)
-	} else {
-		g.runs[g.next] = o
-		g.next = (g.next + 1) % g.cap
-	}
-	g.dirty = true
-}
-
-// weight is the group's recency-weighted run count at now: a run that ended
-// one half-life before now counts one half.
-func (s groupSummary) weight(now time.Time, halfLife time.Duration) float64 {
-	age := max(now.Sub(s.latest), 0)
-	return s.mass * math.Exp2(-float64(age)/float64(halfLife))
-}
-
-// summary computes (or returns the cached) percentiles of the group. The
-// weights are relative to the latest run, so they do not depend on now.
-func (g *runGroup) summary(halfLife time.Duration) groupSummary {
-	if !g.dirty {
-		return g.sum
-	}
-	g.dirty = false
-	latest := g.runs[0].at
-	for _, o := range g.runs {
-		if o.at.After(latest) {
-			latest = o.at
-		}
-	}
-	pts := make([]point, len(g.runs))
-	mass := 0.0
-	for i, o := range g.runs {
-		w := math.Exp2(float64(o.at.Sub(latest)) / float64(halfLife))
-		pts[i] = point{x: o.x, w: w, censored: o.censored}
-		mass += w
-	}
-	g.sum = groupSummary{dist: kaplanMeier(pts), latest: latest, mass: mass}
-	return g.sum
-}
-
-// point is a weighted observation; a censored one says "at least x".
-type point struct {
-	x        float64
-	w        float64
-	censored bool
-}
-
-// kaplanMeier turns weighted, possibly censored points into a discrete
-// distribution: the product-limit estimate, where each censored point's
-// weight passes on to the points longer than it. Mass left after the
-// longest point is censored stays on that point, a lower bound. Ties put
-// completed runs before censored ones (the usual convention). The result is
-// sorted by x and its masses add up to 1.
-func kaplanMeier(pts []point) distribution {
-	slices.SortFunc(pts, func(a, b point) int {
-		if c := cmp.Compare(a.x, b.x); c != 0 {
-			return c
-		}
-		if a.censored != b.censored {
-			if a.censored {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(a.w, b.w)
-	})
-	atRisk := 0.0
-	for _, p := range pts {
-		atRisk += p.w
-	}
-	survive := 1.0
-	var d distribution
-	for i, p := range pts {
-		if !p.censored && atRisk > 0 {
-			m := survive * p.w / atRisk
-			d = append(d, mass{x: p.x, p: m})
-			survive -= m
-		}
-		atRisk -= p.w
-		if i == len(pts)-1 && survive > 1e-12 {
-			d = append(d, mass{x: p.x, p: survive})
-		}
-	}
-	return d
-}
-
-type mass struct{ x, p float64 }
-
-// distribution is a discrete distribution sorted by x.
-type distribution []mass
-
-// quantile returns the smallest x with at least share q of the mass at or
-// below it: always a duration some run really had, never one between two
-// kinds of run (between a crash in seconds and a run of hours lies nothing).
-func (d distribution) quantile(q float64) float64 {
-	below := 0.0
-	for _, m := range d {
-		below += m.p
-		if below >= q-1e-9 {
-			return m.x
-		}
-	}
-	return d[len(d)-1].x
-}
-
-// mix returns (1−w)·d + w·o, still sorted.
-func (d distribution) mix(o distribution, w float64) distribution {
-	out := make(distribution, 0, len(d)+len(o))
-	i, k := 0, 0
-	for i < len(d) || k < len(o) {
-		if k == len(o) || (i < len(d) && d[i].x <= o[k].x) {
-			out = append(out, mass{x: d[i].x, p: (1 - w) * d[i].p})
-			i++
-		} else {
-			out = append(out, mass{x: o[k].x, p: w * o[k].p})
-			k++
-		}
-	}
-	return out
-}
-
-// shifted moves every mass by the same amount.
-func (d distribution) shifted(by float64) distribution {
-	out := make(distribution, len(d))
-	for i, m := range d {
-		out[i] = mass{x: m.x + by, p: m.p}
-	}
-	return out
-}
-
-// precision is 1/σ², σ read off the 10–90 range as a normal's (2 × 1.2816 σ)
-// and floored, so that no distribution is infinitely sure.
-func (d distribution) precision() float64 {
-	sigma := max((d.quantile(0.9)-d.quantile(0.1))/2.5631, 0.05)
-	return 1 / (sigma * sigma)
-}
-
-// precisionOf is the precision of a distribution read from n runs: its
-// spread is only as sure as the runs behind it, so it is shrunk, with
-// weight k, toward twice the spread of an unchecked guess (guessPrior: a
-// factor of three either way; jobs differ more than that), and never taken
-// narrower than its own. One run of 20
-// minutes says little about how much a job can vary; fifty do.
-func (d distribution) precisionOf(n int, k float64) float64 {
-	own := 1 / d.precision()
-	prior := 4 / guessPrior.precision() // twice the spread: jobs differ more than a guess errs
-	v := max(own, (float64(n)*own+k*prior)/(float64(n)+k))
-	return 1 / v
-}
-
-// logSeconds is ln of a duration in seconds, at least one second.
-func logSeconds(d time.Duration) float64 { return math.Log(max(d.Seconds(), 1)) }
-
-// fromLog turns log-seconds back into a duration, rounded to the second and
-// bounded by a century.
-func fromLog(x float64) time.Duration {
-	s := math.Round(math.Exp(min(x, math.Log(100*365*24*3600))))
-	return time.Duration(s) * time.Second
-}

@@ -181,6 +181,128 @@ func TestHistoryRecency(t *testing.T) {
 	}
 }
 
+// TestHistoryDecay: within a group the latest runs count most, even when
+// all ended within hours: five runs of an hour, then three of three hours.
+func TestHistoryDecay(t *testing.T) {
+	older := runs(5, Run{Owner: "alice", Name: "x", GPUs: 1, Duration: time.Hour})
+	newer := runs(3, Run{Owner: "alice", Name: "x", GPUs: 1, Duration: 3 * time.Hour})
+	for i := range older {
+		older[i].EndedAt = older[i].EndedAt.Add(-3 * time.Hour) // before the newer ones
+	}
+	tests := []struct {
+		name  string
+		decay float64
+		want  time.Duration
+	}{
+		{"default 0.7: the three newest outweigh the five older", 0, 3 * time.Hour},
+		{"0.7", 0.7, 3 * time.Hour},
+		{"1: every run counts alike, the five win", 1, time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := NewHistory(HistoryConfig{Decay: tt.decay})
+			for _, r := range append(older, newer...) {
+				h.Observe(r)
+			}
+			got := h.Estimate(Job{Owner: "alice", Name: "x", GPUs: 1}, histNow)
+			if got.P50 != tt.want {
+				t.Errorf("P50 %v, want %v (%s)", got.P50, tt.want, got.Source)
+			}
+		})
+	}
+}
+
+// TestHistoryAmong: runs still under way say "at least this long" about
+// the owner's similar work, count as its newest runs and add nothing to a
+// group's run count; other owners' runs and groups without finished runs
+// are left alone.
+func TestHistoryAmong(t *testing.T) {
+	h := newHistoryOf(runs(4, Run{Owner: "alice", Name: "sweep", GPUs: 8, Duration: time.Hour}))
+	sweep := Job{Owner: "alice", Name: "sweep", GPUs: 8}
+	under := func(owner string, hours ...float64) []Run {
+		var out []Run
+		for _, h := range hours {
+			out = append(out, Run{Owner: owner, Name: "sweep", GPUs: 8, Duration: time.Duration(h * float64(time.Hour))})
+		}
+		return out
+	}
+	const sweeps = "history: 4 earlier runs of sweep by alice on 8 GPUs"
+	tests := []struct {
+		name    string
+		job     Job
+		running []Run
+		want    Estimate
+	}{
+		{"none", sweep, nil, Estimate{P50: time.Hour, P90: 75 * time.Minute, Source: sweeps, Samples: 4}},
+		{"one shorter than every run", sweep, under("alice", 1.0/6),
+			Estimate{P50: time.Hour, P90: 75 * time.Minute, Source: sweeps + ", and 1 under way", Samples: 4}},
+		// In the group, weights 1 + 0.7 + 0.49 against 0.34 + 0.24 + 0.17 +
+		// 0.12 for the finished hours: 72 % is "at least 5, 6, 7 h", and
+		// stays on the longest, a lower bound; the group holds 4/5 of the
+		// estimate (k = 1), so P50 is 7 h.
+		{"three past every run", sweep, under("alice", 5, 6, 7),
+			Estimate{P50: 7 * time.Hour, P90: 7*time.Hour + 105*time.Minute, Source: sweeps + ", and 3 under way", Samples: 4}},
+		{"another owner's", sweep, under("bob", 5, 6, 7), Estimate{P50: time.Hour, P90: 75 * time.Minute, Source: sweeps, Samples: 4}},
+		// Carol has no finished runs: hers under way make no group, the 8-GPU jobs answer.
+		{"an owner without finished runs", Job{Owner: "carol", Name: "sweep", GPUs: 8}, under("carol", 5, 6, 7),
+			Estimate{P50: time.Hour, P90: 75 * time.Minute, Source: "typical for 8-GPU jobs (4 earlier runs)", Samples: 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, h.EstimateAmong(tt.job, tt.running, histNow)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got, want := h.EstimateAmong(sweep, nil, histNow), h.Estimate(sweep, histNow); got != want {
+		t.Errorf("without runs under way %+v, Estimate says %+v", got, want)
+	}
+}
+
+// TestHistoryAmongGuess: runs under way also correct the owner's record
+// of guesses. Alice's three runs took 40 minutes of the hour she guessed;
+// three more have run two hours of it.
+func TestHistoryAmongGuess(t *testing.T) {
+	h := newHistoryOf(runs(3, Run{Owner: "alice", Name: "sweep", GPUs: 1, Guess: time.Hour, Duration: 40 * time.Minute}))
+	j := Job{Owner: "alice", Name: "sweep", GPUs: 1, Hints: Hints{Guess: time.Hour}}
+	running := runs(3, Run{Owner: "alice", Name: "sweep", GPUs: 1, Guess: time.Hour, Duration: 2 * time.Hour})
+	tests := []struct {
+		name    string
+		running []Run
+		want    time.Duration
+	}{
+		{"none: two thirds of the guess", nil, 40 * time.Minute},
+		{"three past twice the guess", running, 2 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := h.EstimateAmong(j, tt.running, histNow); got.P50 != tt.want {
+				t.Errorf("P50 %v, want %v (%s)", got.P50, tt.want, got.Source)
+			}
+		})
+	}
+}
+
+func TestElapsedLog(t *testing.T) {
+	tests := []struct {
+		elapsed, want time.Duration
+	}{
+		{30 * time.Second, time.Second}, // under a minute: nothing yet (log of 1 s)
+		{2*time.Minute + 30*time.Second, 2 * time.Minute},
+		{2500 * time.Second, 40 * time.Minute},
+		{2*time.Hour + 7*time.Minute, 2 * time.Hour},
+		{7*time.Hour + 20*time.Minute, 7 * time.Hour},
+		{77 * time.Hour, 72 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.elapsed.String(), func(t *testing.T) {
+			if got := fromLog(elapsedLog(tt.elapsed)); got != tt.want {
+				t.Errorf("elapsedLog(%v) = log of %v, want %v", tt.elapsed, got, tt.want)
+			}
+		})
+	}
+}
+
 // TestHistoryInvariants feeds random runs to two Histories and checks they
 // answer alike, that asking twice changes nothing, and that P90 ≥ 1.25 P50.
 func TestHistoryInvariants(t *testing.T) {

@@ -31,6 +31,13 @@ func (l *learner) Estimate(j Job, now time.Time) Estimate {
 	return l.h.Estimate(j, now)
 }
 
+// EstimateAmong implements amongEstimator; it is safe for concurrent use.
+func (l *learner) EstimateAmong(j Job, running []Run, now time.Time) Estimate {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.h.EstimateAmong(j, running, now)
+}
+
 // EstimateRunning implements RunningEstimator; it is safe for concurrent use.
 func (l *learner) EstimateRunning(j Job, elapsed time.Duration, now time.Time) Estimate {
 	l.mu.Lock()
@@ -43,6 +50,37 @@ func (l *learner) EstimateRunning(j Job, elapsed time.Duration, now time.Time) E
 // to have ended already.
 type RunningEstimator interface {
 	EstimateRunning(j Job, elapsed time.Duration, now time.Time) Estimate
+}
+
+// amongEstimator is an Estimator that can take into account the runs under
+// way (History.EstimateAmong): a queued job whose siblings have run for
+// hours is not estimated from the minutes of an earlier crash.
+type amongEstimator interface {
+	EstimateAmong(j Job, running []Run, now time.Time) Estimate
+}
+
+// estimateAmong is estimate, with the runs under way for a queued job when
+// the estimator can use them.
+func (s *Service) estimateAmong(j Job, running []Run, now time.Time) Estimate {
+	if ae, ok := s.estimator.(amongEstimator); ok && j.StartedAt.IsZero() {
+		return ae.EstimateAmong(j, running, now)
+	}
+	return s.estimate(j, now)
+}
+
+// runsUnderWay returns the runs of the jobs that have started and not
+// ended, each as long as it has run by now, in the order of jobs.
+func runsUnderWay(jobs []Job, now time.Time) []Run {
+	var out []Run
+	for _, j := range jobs {
+		if j.StartedAt.IsZero() || !j.EndedAt.IsZero() || !now.After(j.StartedAt) {
+			continue
+		}
+		m, _ := ParseModel(j.Model)
+		out = append(out, Run{Owner: j.Owner, Project: j.Project, Name: j.Name, GPUs: j.GPUs, Family: m.Family,
+			Guess: j.Hints.Guess, Duration: now.Sub(j.StartedAt)})
+	}
+	return out
 }
 
 // estimate is the Service's estimate of j at now. A job that has started

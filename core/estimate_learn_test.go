@@ -36,6 +36,43 @@ func TestFinishedRunsShapeEstimates(t *testing.T) {
 	}
 }
 
+// TestRunsUnderWayShapeEstimates: three runs of alice's sweep have run
+// for two hours; the next one waiting for a GPU is not estimated from the
+// 40 minutes of the earlier runs but at least as long as those have run.
+// Her guess (1 h each time) counts too, scaled by her record, which the
+// runs under way have shown to be at least twice too short.
+func TestRunsUnderWayShapeEstimates(t *testing.T) {
+	e := newEnv(t, coretest.Node("a100-1").GPUs(3, a100).Build())
+	for range 3 {
+		j := submit(t, e, "alice", coretest.Job(1, "a100").Name("sweep").Build())
+		start := e.Clock.Now()
+		e.Clock.Advance(40 * time.Minute)
+		finish(t, e, j.ID, start, e.Clock.Now(), core.JobSucceeded)
+	}
+	for range 3 {
+		submit(t, e, "alice", coretest.Job(1, "a100").Name("sweep").Build())
+	}
+	if res := replan(t, e); len(res.Started) != 3 {
+		t.Fatalf("replan started %v, want the three sweeps", res.Started)
+	}
+	e.Clock.Advance(2 * time.Hour)
+	next := submit(t, e, "alice", coretest.Job(1, "a100").Name("sweep").Build())
+	replan(t, e)
+	got := job(t, e, next.ID).Prediction.Estimate
+	want := core.Estimate{P50: 2 * time.Hour, P90: 150 * time.Minute,
+		Source: "history: 3 earlier runs of sweep by alice on 1 GPUs, and 3 under way, with alice's guess weighted 83%", Samples: 3}
+	if got != want {
+		t.Errorf("estimate while three sweeps have run 2h = %+v, want %+v", got, want)
+	}
+	// Their elapsed time counts in steps (a quarter of an hour at 2 h), so
+	// the next replan, a minute later, leaves the estimate as it was.
+	e.Clock.Advance(time.Minute)
+	replan(t, e)
+	if again := job(t, e, next.ID).Prediction.Estimate; again != got {
+		t.Errorf("a minute later the estimate is %+v, was %+v", again, got)
+	}
+}
+
 // TestFinishedRunsTeachThroughput: a job that states its work is first
 // estimated from the FLOPs prior, then from the speed of its finished runs,
 // scaled to the size of the next one.

@@ -149,11 +149,11 @@ func (h *History) observeWork(r Run) {
 			}
 			g := h.work[k]
 			if g == nil {
-				window := h.cfg.Window
+				window, decay := h.cfg.Window, h.cfg.Decay
 				if l == workFamily {
-					window *= 16 // everyone's runs on the family: a coarse group, like GPU count
+					window, decay = 16*window, 1 // everyone's runs on the family: a coarse group, like GPU count
 				}
-				g = newRunGroup(window)
+				g = newRunGroup(window, decay)
 				h.work[k] = g
 			}
 			g.add(obs{x: x, at: r.EndedAt})

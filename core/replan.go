@@ -146,8 +146,9 @@ func (s *Service) snapshot(ctx context.Context, now time.Time) (Snapshot, error)
 	}
 	slices.SortFunc(jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
 	snap.Estimates = make(map[int64]Estimate, len(jobs))
+	underWay := runsUnderWay(jobs, now)
 	for _, j := range jobs {
-		snap.Estimates[j.ID] = s.estimate(j, now)
+		snap.Estimates[j.ID] = s.estimateAmong(j, underWay, now)
 		if j.State == JobQueued {
 			snap.Queued = append(snap.Queued, j)
 		} else {

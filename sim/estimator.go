@@ -42,7 +42,13 @@ type coreEstimator struct{ h *core.History }
 func (c coreEstimator) observe(j *TraceJob, ran, now time.Duration) { c.h.Observe(traceRun(j, now)) }
 
 func (c coreEstimator) estimate(j *TraceJob, now time.Duration) core.Estimate {
-	e := c.h.Estimate(traceJob(j), at(now))
+	return c.estimateAmong(j, nil, now)
+}
+
+// estimateAmong is estimate knowing the runs under way
+// (core.History.EstimateAmong).
+func (c coreEstimator) estimateAmong(j *TraceJob, running []core.Run, now time.Duration) core.Estimate {
+	e := c.h.EstimateAmong(traceJob(j), running, at(now))
 	if j.Requested > 0 {
 		e.P50, e.P90 = min(e.P50, j.Requested), min(e.P90, j.Requested)
 	}

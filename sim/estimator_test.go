@@ -136,3 +136,34 @@ func TestQuantiles(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryAmongRunsUnderWay: with --estimator history a job is
+// estimated knowing how long the user's running jobs have run: the third
+// arrives when the second has run 2,500 s (rounded down to 40 minutes), and
+// is estimated at least that long, not at the first one's 100 s.
+func TestHistoryAmongRunsUnderWay(t *testing.T) {
+	tr := traceOf(tj(0, 1, 100, 0), tj(200, 1, 5000, 0), tj(2700, 1, 5000, 0))
+	for i := range tr.Jobs {
+		tr.Jobs[i].User = "u"
+	}
+	tests := []struct {
+		estimator string
+		want      time.Duration
+	}{
+		{EstimatorHistory, 40 * time.Minute},
+		{EstimatorRequest, 100 * time.Second}, // the user's last run: it knows nothing of running ones
+	}
+	for _, tt := range tests {
+		t.Run(tt.estimator, func(t *testing.T) {
+			// k tiny: the user's own runs decide, the everyone group does not dilute them.
+			s := replay(t, tr, Config{Nodes: 1, GPUsPerNode: 2, Policy: PolicyFIFO, Estimator: tt.estimator,
+				History: core.HistoryConfig{Prior: 1e-6}})
+			if got := s.jobs[2].est.P50; got != tt.want {
+				t.Errorf("third job's P50 %v, want %v", got, tt.want)
+			}
+			if len(s.underWay["u"]) != 0 {
+				t.Errorf("after the replay %v are still under way", s.underWay["u"])
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,8 +58,10 @@ const (
 
 // Evaluate replays t in time order and scores every job's estimate at its
 // submission. An estimate may use only jobs that finished before that
-// submission: at equal instants finishes come first, in job order. A job
-// finishes at submission + wait (EvalConfig.Waits) + runtime.
+// submission (at equal instants finishes come first, in job order), and of
+// the user's jobs still running, how long they have run so far
+// (core.History.EstimateAmong). A job starts at submission + wait
+// (EvalConfig.Waits) and finishes runtime later.
 //
 // Trace fields map to core's as: user → owner, group → project, GPUs (or
 // processors) → GPU count, requested time → the submitter's guess and, for
@@ -73,18 +76,39 @@ func Evaluate(t Trace, cfg EvalConfig) Evaluation {
 	hist := core.NewHistory(cfg.History)
 	base := newBaselines()
 	var own, request, lastTwo, median scorer
-	pending := &finishQueue{}
+	pending, starting := &finishQueue{}, &finishQueue{}
+	running := map[string][]int{} // by user, the jobs started and not finished, in job order
 	for i := range jobs {
 		j := &jobs[i]
-		// 1. Learn from every job that finished by this submission.
+		// 1. Learn from every job that finished by this submission; note
+		//    the ones that have started since the last.
+		for starting.Len() > 0 && (*starting)[0].at <= j.Submit {
+			s := heap.Pop(starting).(finish)
+			if u := jobs[s.job].User; u != "" {
+				running[u] = append(running[u], s.job)
+				slices.Sort(running[u])
+			}
+		}
 		for pending.Len() > 0 && (*pending)[0].at <= j.Submit {
 			f := heap.Pop(pending).(finish)
 			done := &jobs[f.job]
 			hist.Observe(traceRun(done, f.at))
 			base.observe(done)
+			if u := done.User; u != "" {
+				running[u] = slices.DeleteFunc(running[u], func(k int) bool { return k == f.job })
+			}
 		}
 		// 2. Predict this job, then score against what it really ran.
-		e := hist.Estimate(traceJob(j), at(j.Submit))
+		var under []core.Run
+		if j.User != "" {
+			for _, k := range running[j.User] {
+				q := &jobs[k]
+				r := traceRun(q, j.Submit)
+				r.Duration = j.Submit - q.Submit - cfg.Waits[q.ID] // so far
+				under = append(under, r)
+			}
+		}
+		e := hist.EstimateAmong(traceJob(j), under, at(j.Submit))
 		if j.Requested > 0 {
 			e.P50, e.P90 = min(e.P50, j.Requested), min(e.P90, j.Requested)
 			request.add(j.Requested, j.Requested, j.Duration)
@@ -94,6 +118,7 @@ func Evaluate(t Trace, cfg EvalConfig) Evaluation {
 		lastTwo.add(p, p, j.Duration)
 		p = base.median()
 		median.add(p, p, j.Duration)
+		heap.Push(starting, finish{at: j.Submit + cfg.Waits[j.ID], job: i})
 		heap.Push(pending, finish{at: j.Submit + cfg.Waits[j.ID] + j.Duration, job: i})
 	}
 	ev := Evaluation{Scores: own.scores(), Baselines: map[string]Scores{

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/gpucal/gpucal/core"
 )
 
 // TestEvaluateRecurringJob replays ten runs of one user's job, each 100 s
@@ -66,6 +67,37 @@ func TestEvaluateIsCausal(t *testing.T) {
 			}
 			if math.Abs(got-want) > 1e-9 {
 				t.Errorf("last_two accuracy %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestEvaluateRunsUnderWay checks that a prediction knows how long the
+// user's runs still going have run so far, and only that: the third job is
+// predicted at least as long as the second has run (2,500 s of its 5,000,
+// rounded down to 40 minutes) when that one has started, and from the first
+// job's 100 s when it waits.
+func TestEvaluateRunsUnderWay(t *testing.T) {
+	tr := Trace{Jobs: []TraceJob{
+		{ID: "1", Submit: 0, GPUs: 1, Duration: 100 * time.Second, User: "u"},
+		{ID: "2", Submit: 2000 * time.Second, GPUs: 1, Duration: 5000 * time.Second, User: "u"},
+		{ID: "3", Submit: 4500 * time.Second, GPUs: 1, Duration: 5000 * time.Second, User: "u"},
+	}}
+	first, second := 100.0/14400, 100.0/5000 // the 4 h default, then the first job's 100 s
+	tests := []struct {
+		name  string
+		waits map[string]time.Duration
+		third float64 // the third job's accuracy
+	}{
+		{"running for 2500 s", nil, 2400.0 / 5000},
+		{"still waiting to start", map[string]time.Duration{"2": 3000 * time.Second}, 100.0 / 5000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// k tiny: the user's own runs decide, the everyone group does not dilute them.
+			got := Evaluate(tr, EvalConfig{Waits: tt.waits, History: core.HistoryConfig{Prior: 1e-6}}).Accuracy
+			if want := (first + second + tt.third) / 3; math.Abs(got-want) > 1e-6 {
+				t.Errorf("accuracy %v, want %v", got, want)
 			}
 		})
 	}

@@ -167,7 +167,8 @@ type simulation struct {
 	jobs     []simJob
 	c        *cluster
 	est      runtimeEstimator
-	history  int // bumped whenever est learns something
+	history  int              // bumped whenever est learns something
+	underWay map[string][]int // by user, the jobs running now, in job order
 	bookings []booking
 	visible  []int // bookings made whose window has not ended, in booking order
 	bookView int   // bumped whenever visible changes
@@ -210,7 +211,8 @@ func newSimulation(tr Trace, cfg Config) (*simulation, error) {
 	if cfg.Limit > 0 && cfg.Limit < len(jobs) {
 		jobs = jobs[:cfg.Limit]
 	}
-	s := &simulation{cfg: cfg, c: newCluster(cfg.Nodes, cfg.GPUsPerNode), est: newEstimator(cfg.Estimator, cfg.History), wake: -1}
+	s := &simulation{cfg: cfg, c: newCluster(cfg.Nodes, cfg.GPUsPerNode), est: newEstimator(cfg.Estimator, cfg.History), wake: -1,
+		underWay: map[string][]int{}}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
 	s.jobs = make([]simJob, len(jobs))
 	var last time.Duration
@@ -380,6 +382,11 @@ func (s *simulation) leave(i int) {
 	j.gpus = nil
 	j.running = false
 	j.gen++
+	if u := j.t.User; u != "" {
+		if k, ok := slices.BinarySearch(s.underWay[u], i); ok {
+			s.underWay[u] = slices.Delete(s.underWay[u], k, k+1)
+		}
+	}
 }
 
 // start puts job i on gpus now. It refuses a placement that breaks the
@@ -408,6 +415,10 @@ func (s *simulation) start(i int, gpus []int32) error {
 	j.gpus = gpus
 	j.queued, j.running = false, true
 	j.start = s.now
+	if u := j.t.User; u != "" {
+		k, _ := slices.BinarySearch(s.underWay[u], i)
+		s.underWay[u] = slices.Insert(s.underWay[u], k, i)
+	}
 	if !j.started {
 		j.started, j.firstStart, j.immediate = true, s.now, s.now == j.t.Submit
 	}
@@ -438,13 +449,31 @@ func (s *simulation) expectation(i int) time.Duration {
 // queuedEstimate is the estimator's view of the work job i has left.
 func (s *simulation) queuedEstimate(i int) core.Estimate {
 	j := &s.jobs[i]
-	e := s.est.estimate(j.t, s.now)
+	var e core.Estimate
+	if ce, ok := s.est.(coreEstimator); ok {
+		e = ce.estimateAmong(j.t, s.runsUnderWay(j.t.User), s.now)
+	} else {
+		e = s.est.estimate(j.t, s.now)
+	}
 	if done := j.t.Duration - j.left; done > 0 {
 		e = running(e, done, j.t.Requested)
 		e.P50, e.P90 = e.P50-done, e.P90-done
 		e = bounded(e)
 	}
 	return e
+}
+
+// runsUnderWay is what core.History may know of the user's running jobs:
+// each as a run as long as it has run so far, drains included.
+func (s *simulation) runsUnderWay(user string) []core.Run {
+	var out []core.Run
+	for _, k := range s.underWay[user] {
+		j := &s.jobs[k]
+		r := traceRun(j.t, s.now)
+		r.Duration = j.t.Duration - j.left + s.now - j.start
+		out = append(out, r)
+	}
+	return out
 }
 
 // requestLeft is what remains of the job's requested time after the work
