@@ -48,6 +48,7 @@ type Config struct {
 // App is the Slack side of gpucal.
 type App struct {
 	api     *slackapi.Client
+	notices *slackapi.Client // without retries: the notifier honours Retry-After itself
 	svc     *core.Service
 	handler *bot.Handler
 	cfg     Config
@@ -99,8 +100,12 @@ func New(svc *core.Service, h *bot.Handler, cfg Config) (*App, error) {
 	for i, a := range cfg.Admins {
 		cfg.Admins[i] = strings.ToLower(strings.TrimSpace(a))
 	}
+	var noticeOpts []slackapi.Option
+	if cfg.APIURL != "" {
+		noticeOpts = append(noticeOpts, slackapi.OptionAPIURL(cfg.APIURL))
+	}
 	return &App{
-		api: slackapi.New(cfg.BotToken, opts...), svc: svc, handler: h, cfg: cfg,
+		api: slackapi.New(cfg.BotToken, opts...), notices: slackapi.New(cfg.BotToken, noticeOpts...), svc: svc, handler: h, cfg: cfg,
 		log: cfg.Logger.With("bot", "slack"), profiles: map[string]cachedProfile{}, seen: newSeenSet(10000),
 		closing: make(chan struct{}),
 	}, nil

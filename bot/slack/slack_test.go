@@ -41,9 +41,11 @@ type fakeSlack struct {
 	responses *httptest.Server
 
 	mu        sync.Mutex
-	opened    []string          // users conversations.open was called for
-	published map[string]string // user → the last view JSON
-	posted    []string          // chat.postMessage bodies
+	opened    []string                    // users conversations.open was called for
+	published map[string]string           // user → the last view JSON
+	posted    []string                    // chat.postMessage bodies
+	history   map[string][]map[string]any // channel → messages, as conversations.history gives them
+	limited   int                         // how many posts to refuse with 429 Retry-After: 7
 	replies   chan map[string]any
 }
 
@@ -58,7 +60,7 @@ var people = map[string]string{
 
 func newFakeSlack(t *testing.T) *fakeSlack {
 	t.Helper()
-	f := &fakeSlack{published: map[string]string{}, replies: make(chan map[string]any, 16)}
+	f := &fakeSlack{published: map[string]string{}, history: map[string][]map[string]any{}, replies: make(chan map[string]any, 16)}
 	f.Server = slacktest.NewTestServer(func(c slacktest.Customize) {
 		c.Handle("/auth.test", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, `{"ok":true,"team":"Lab","team_id":"T1","user":"gpucal","user_id":"UBOT","bot_id":"B1"}`)
@@ -94,9 +96,33 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 		c.Handle("/chat.postMessage", func(w http.ResponseWriter, r *http.Request) {
 			r.ParseForm()
 			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.limited > 0 {
+				f.limited--
+				w.Header().Set("Retry-After", "7")
+				w.WriteHeader(http.StatusTooManyRequests)
+				fmt.Fprint(w, `{"ok":false,"error":"ratelimited"}`)
+				return
+			}
 			f.posted = append(f.posted, r.Form.Get("channel")+": "+r.Form.Get("text")+" "+r.Form.Get("blocks"))
-			f.mu.Unlock()
-			fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":"1.0"}`, r.Form.Get("channel"))
+			ts := fmt.Sprintf("%d.000100", len(f.posted))
+			var meta json.RawMessage
+			if m := r.Form.Get("metadata"); m != "" {
+				meta = json.RawMessage(m)
+			}
+			f.history[r.Form.Get("channel")] = append(f.history[r.Form.Get("channel")], map[string]any{
+				"type": "message", "ts": ts, "text": r.Form.Get("text"), "metadata": meta})
+			fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":%q}`, r.Form.Get("channel"), ts)
+		})
+		c.Handle("/conversations.history", func(w http.ResponseWriter, r *http.Request) {
+			r.ParseForm()
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			msgs := f.history[r.Form.Get("channel")]
+			if msgs == nil {
+				msgs = []map[string]any{}
+			}
+			json.NewEncoder(w).Encode(map[string]any{"ok": true, "messages": msgs})
 		})
 	})
 	go f.Start()
@@ -533,5 +559,39 @@ func TestHomeButtons(t *testing.T) {
 	}
 	if got := view("Cancelled r1"); !strings.Contains(got, "You have 0 booking(s)") {
 		t.Errorf("the republished tab: %s", got)
+	}
+}
+
+// TestNotify: a notice is one tagged direct message; a retry finds it
+// instead of sending it again; a 429 says how long to wait; someone who
+// never used Slack cannot be reached, for good.
+func TestNotify(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, _, err := f.svc.ChatActor(ctx, core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U1"}, core.ChatProfile{Handle: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	n := slack.Notice{Key: "started:j1→alice→slack", Reply: bot.Reply{Text: "j1 started on node-1."}}
+	id, err := f.app.Notify(ctx, "alice", n)
+	if err != nil || id != "DU1/1.000100" {
+		t.Fatalf("Notify: %q, %v", id, err)
+	}
+	n.Retry = true
+	if again, err := f.app.Notify(ctx, "alice", n); err != nil || again != id {
+		t.Errorf("the retry: %q, %v; want the first message %q", again, err, id)
+	}
+	f.slack.mu.Lock()
+	posts := len(f.slack.posted)
+	f.slack.limited = 1
+	f.slack.mu.Unlock()
+	if posts != 1 {
+		t.Errorf("%d posts; want 1", posts)
+	}
+	_, err = f.app.Notify(ctx, "alice", slack.Notice{Key: "other", Reply: bot.Reply{Text: "x"}})
+	if wait, ok := slack.RetryAfter(err); !ok || wait != 7*time.Second {
+		t.Errorf("after a 429: %v (%v, %v); want Retry-After 7 s", err, wait, ok)
+	}
+	if _, err := f.app.Notify(ctx, "nobody", n); !slack.Permanent(err) {
+		t.Errorf("someone never seen in Slack: %v; want a permanent error", err)
 	}
 }

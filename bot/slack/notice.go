@@ -1,0 +1,113 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/gpucal/gpucal/bot"
+)
+
+// noticeEvent is the metadata type gpucal tags its notices with, so that
+// a retry can find a notice that arrived before its sender died.
+const noticeEvent = "gpucal_notice"
+
+// Notice is a message gpucal sends on its own: a notification.
+type Notice struct {
+	Key   string // the delivery's dedup key, carried in the message's metadata
+	Reply bot.Reply
+	// Retry: an earlier attempt may have arrived; look for it first.
+	Retry bool
+}
+
+// Notify sends n as a direct message to every Slack identity of a gpucal
+// user and returns the messages' IDs ("channel/ts", comma-separated). With
+// n.Retry it first looks through the recent messages of each conversation
+// for one carrying n.Key and does not send that one again.
+func (a *App) Notify(ctx context.Context, user string, n Notice) (string, error) {
+	ids, err := a.svc.ChatUsers(ctx, user)
+	if err != nil {
+		return "", err
+	}
+	var sent []string
+	for _, id := range ids {
+		if id.Platform != "slack" {
+			continue
+		}
+		ch, _, _, err := a.notices.OpenConversationContext(ctx, &slackapi.OpenConversationParameters{Users: []string{id.ID}})
+		if err != nil {
+			return "", fmt.Errorf("slack: conversations.open with %s: %w", id.ID, err)
+		}
+		if n.Retry {
+			if ts, found, err := a.findNotice(ctx, ch.ID, n.Key); err != nil {
+				return "", err
+			} else if found {
+				sent = append(sent, ch.ID+"/"+ts)
+				continue
+			}
+		}
+		_, ts, err := a.notices.PostMessageContext(ctx, ch.ID,
+			slackapi.MsgOptionText(clip(escape(n.Reply.String()), maxSectionText), false),
+			slackapi.MsgOptionBlocks(blocks(n.Reply)...),
+			slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: noticeEvent, EventPayload: map[string]any{"key": n.Key}}))
+		if err != nil {
+			return "", fmt.Errorf("slack: direct message to %s: %w", id.ID, err)
+		}
+		sent = append(sent, ch.ID+"/"+ts)
+	}
+	if len(sent) == 0 {
+		return "", &noReachError{user: user}
+	}
+	return strings.Join(sent, ","), nil
+}
+
+// findNotice looks for a notice with key among a conversation's last
+// messages.
+func (a *App) findNotice(ctx context.Context, channel, key string) (string, bool, error) {
+	h, err := a.notices.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
+		ChannelID: channel, Limit: 50, IncludeAllMetadata: true,
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("slack: conversations.history of %s: %w", channel, err)
+	}
+	for _, m := range h.Messages {
+		if m.Metadata.EventType == noticeEvent && m.Metadata.EventPayload["key"] == key {
+			return m.Timestamp, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+type noReachError struct{ user string }
+
+func (e *noReachError) Error() string { return "slack: " + e.user + " has never used gpucal in Slack" }
+
+// RetryAfter reports the wait Slack asked for when it refused a call (429).
+func RetryAfter(err error) (time.Duration, bool) {
+	var rl *slackapi.RateLimitedError
+	if errors.As(err, &rl) {
+		return rl.RetryAfter, true
+	}
+	return 0, false
+}
+
+// Permanent reports whether retrying cannot help: the person cannot be
+// reached in Slack at all, or Slack says the account is gone.
+func Permanent(err error) bool {
+	var nr *noReachError
+	if errors.As(err, &nr) {
+		return true
+	}
+	var se slackapi.SlackErrorResponse
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "user_not_found", "user_disabled", "account_inactive", "cannot_dm_bot", "not_allowed_token_type", "invalid_auth", "missing_scope":
+			return true
+		}
+	}
+	return false
+}

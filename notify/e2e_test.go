@@ -1,0 +1,161 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpucal/gpucal/bot"
+	"github.com/gpucal/gpucal/bot/slack"
+	"github.com/gpucal/gpucal/core"
+	"github.com/gpucal/gpucal/core/coretest"
+	"github.com/gpucal/gpucal/notify"
+	"github.com/gpucal/gpucal/store"
+	"github.com/gpucal/gpucal/store/storetest"
+)
+
+// slackAPI is the part of Slack's Web API that notices use, recording the
+// direct messages it is sent, with their metadata.
+type slackAPI struct {
+	mu       sync.Mutex
+	messages map[string][]map[string]any // channel → messages
+}
+
+func (s *slackAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch r.URL.Path {
+	case "/conversations.open":
+		fmt.Fprintf(w, `{"ok":true,"channel":{"id":"D%s"}}`, r.Form.Get("users"))
+	case "/chat.postMessage":
+		ch := r.Form.Get("channel")
+		ts := fmt.Sprintf("%d.0001", len(s.messages[ch])+1)
+		s.messages[ch] = append(s.messages[ch], map[string]any{"type": "message", "ts": ts, "text": r.Form.Get("text"),
+			"metadata": json.RawMessage(r.Form.Get("metadata"))})
+		fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":%q}`, ch, ts)
+	case "/conversations.history":
+		msgs := s.messages[r.Form.Get("channel")]
+		if msgs == nil {
+			msgs = []map[string]any{}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"ok": true, "messages": msgs})
+	default:
+		fmt.Fprintf(w, `{"ok":false,"error":"unknown_method"}`)
+	}
+}
+
+func (s *slackAPI) texts(channel string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, m := range s.messages[channel] {
+		out = append(out, m["text"].(string))
+	}
+	return out
+}
+
+// slackChannel is notify's Slack channel, as cmd/gpucal builds it.
+type slackChannel struct{ app *slack.App }
+
+func (c slackChannel) Send(ctx context.Context, user string, m notify.Message) (string, error) {
+	id, err := c.app.Notify(ctx, user, slack.Notice{Key: m.Key, Reply: bot.Reply{Text: m.Text}, Retry: m.Retry})
+	if wait, ok := slack.RetryAfter(err); ok {
+		return "", &notify.RetryAfterError{Wait: wait, Err: err}
+	}
+	if slack.Permanent(err) {
+		return "", &notify.PermanentError{Err: err}
+	}
+	return id, err
+}
+
+// TestSlipNotifiedOnce is the issue's path on a real database: a job
+// planned behind another slips when a high-priority job is queued ahead of
+// it; its owner gets one Slack message per event, however often the server
+// replans and the dispatcher runs.
+func TestSlipNotifiedOnce(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, storetest.SQLite(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	clock := coretest.NewClock(coretest.Epoch)
+	svc := core.NewService(db, core.WithClock(clock.Now))
+	if _, err := svc.AddNode(ctx, core.System, coretest.Node("node-1").GPUs(8, "NVIDIA A100-SXM4-80GB").Build()); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"alice", "bob", "ops"} {
+		if _, err := svc.AddUser(ctx, core.System, core.User{Name: u, Admin: u == "ops"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.LinkChat(ctx, core.System, core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U1"}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	api := &slackAPI{messages: map[string][]map[string]any{}}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	app, err := slack.New(svc, bot.NewHandler(svc, bot.Config{}), slack.Config{BotToken: "xoxb-test", APIURL: srv.URL + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := notify.New(svc, notify.Config{Channels: map[string]notify.Channel{"slack": slackChannel{app}}})
+	actor := func(u string) core.Actor { return core.Actor{User: u} }
+	submit := func(user string, class core.JobClass, guess time.Duration) {
+		t.Helper()
+		if _, err := svc.Submit(ctx, actor(user), core.SubmitRequest{GPUs: 8, Model: "a100", Class: class, Command: []string{"train"},
+			Hints: core.Hints{Guess: guess}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replanAndDeliver := func() {
+		t.Helper()
+		if _, err := svc.Replan(ctx, clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	submit("bob", core.ClassNormal, time.Hour)     // the shorter: starts now
+	submit("alice", core.ClassNormal, 3*time.Hour) // planned at +1h
+	replanAndDeliver()
+	before := api.texts("DU1")
+	if _, err := svc.Submit(ctx, core.Actor{User: "ops", Admin: true}, core.SubmitRequest{GPUs: 8, Model: "a100", Class: core.ClassHigh,
+		Command: []string{"urgent"}, Hints: core.Hints{Guess: 3 * time.Hour}}); err != nil { // ahead of alice's job: it slips by 3 h
+		t.Fatal(err)
+	}
+	for range 3 {
+		replanAndDeliver()
+		clock.Advance(time.Second)
+	}
+	got := api.texts("DU1")[len(before):]
+	var slips, moves int
+	for _, text := range got {
+		switch {
+		case strings.Contains(text, "is now expected to start at 2030-01-07 13:00 UTC, not 2030-01-07 10:00 UTC"):
+			slips++
+		case strings.Contains(text, "is now number 2 in the queue (was 1)"):
+			moves++
+		}
+	}
+	if slips != 1 || moves != 1 || len(got) != 2 {
+		t.Errorf("alice got %q after the slip; want one message that her start moved later and one that her place did", got)
+	}
+	seen := map[string]bool{}
+	for _, text := range api.texts("DU1") {
+		if seen[text] {
+			t.Errorf("alice got %q twice", text)
+		}
+		seen[text] = true
+	}
+	t.Logf("alice's messages: %q", api.texts("DU1"))
+}
