@@ -50,6 +50,9 @@ type Request struct {
 	// Key, when set, makes a booking idempotent: a second press of the
 	// same button returns the first booking instead of a second one.
 	Key string
+	// Lang is the language the person last wrote in, as stored; a command
+	// in another one updates it (notifications follow it).
+	Lang string
 }
 
 func (r Request) loc() *time.Location {
@@ -68,6 +71,11 @@ func (h *Handler) Handle(ctx context.Context, req Request, text string) Reply {
 			lang = pe.Lang
 		}
 		return Reply{Text: err.Error(), Error: true, Lang: lang}
+	}
+	if req.Identity.ID != "" && cmd.Lang != req.Lang {
+		if err := h.svc.SetChatLang(ctx, req.Identity, cmd.Lang); err != nil {
+			h.log.Warn("could not record a chat user's language", "user", req.Actor.User, "err", err)
+		}
 	}
 	return h.Execute(ctx, req, cmd)
 }

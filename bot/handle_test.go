@@ -181,9 +181,10 @@ func TestSetZone(t *testing.T) {
 	req := bot.Request{Actor: a, Identity: id, Loc: time.UTC}
 	wantReply(t, f.h.Handle(ctx, req, "tz Asia/Shanghai"), false, "Your time zone is now Asia/Shanghai (it is 17:00 there).")
 	wantReply(t, f.h.Handle(ctx, req, "tz Mars/Olympus"), true, "not a time zone")
+	wantReply(t, f.h.Handle(ctx, req, "帮助"), false, "/gpu 预定")
 	_, cu, err := f.env.Service.ChatActor(ctx, id, core.ChatProfile{})
-	if err != nil || cu.Zone != "Asia/Shanghai" {
-		t.Errorf("zone %q, %v; want Asia/Shanghai", cu.Zone, err)
+	if err != nil || cu.Zone != "Asia/Shanghai" || cu.Lang != "zh" {
+		t.Errorf("zone %q, lang %q, %v; want Asia/Shanghai and zh (the language last written)", cu.Zone, cu.Lang, err)
 	}
 }
 

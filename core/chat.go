@@ -37,7 +37,10 @@ type ChatUser struct {
 	User string
 	// Zone is the zone the person chose with /gpu tz, "" until they do; until
 	// then their platform profile's zone (read afresh) applies.
-	Zone      string
+	Zone string
+	// Lang is the language the person last wrote /gpu in ("en", "zh"), ""
+	// before they did; notifications are worded in it.
+	Lang      string
 	CreatedAt time.Time
 }
 
@@ -199,6 +202,21 @@ func (s *Service) SetChatZone(ctx context.Context, id ChatIdentity, zone string)
 		return nil
 	})
 	return out, err
+}
+
+// SetChatLang records the language a chat user last wrote in, when it
+// changed; notifications to them are worded in it.
+func (s *Service) SetChatLang(ctx context.Context, id ChatIdentity, lang string) error {
+	if lang != "en" && lang != "zh" {
+		return Errorf(CodeInvalid, "language %q: use en or zh", lang)
+	}
+	return s.store.Update(ctx, func(tx Tx) error {
+		c, err := tx.ChatUser(ctx, id)
+		if err != nil || c.Lang == lang {
+			return err
+		}
+		return tx.SetChatLang(ctx, id, lang)
+	})
 }
 
 // LinkChat makes a chat identity act as an existing gpucal user (admins

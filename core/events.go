@@ -34,14 +34,49 @@ const Admins = "@admins"
 // delivered at least once by the notifier; DedupKey makes a repeat (a
 // retried replan, a second replica) a no-op.
 type Event struct {
-	ID       int64 // filled in by the store
-	Kind     EventKind
-	Job      int64
-	User     string // whom to tell: the job's owner
-	At       time.Time
-	Detail   string // one sentence for the user
+	ID     int64 // filled in by the store
+	Kind   EventKind
+	Job    int64
+	User   string // whom to tell: the job's owner
+	At     time.Time
+	Detail string // one sentence for the user, in English and UTC
+	// Data is what the event is about, as fields (EventData's keys), for
+	// wording it in the recipient's language and zone.
+	Data     map[string]string
 	DedupKey string
 }
+
+// The keys of Event.Data. Instants are RFC 3339 in UTC, durations whole
+// seconds.
+const (
+	DataJob         = "job"         // "j42"
+	DataName        = "name"        // the job's name
+	DataStart       = "start"       // the predicted (median) start
+	DataStartP90    = "start_p90"   // … by which it starts at 90 %
+	DataWas         = "was"         // what the start or position was before
+	DataReason      = "reason"      // why it waits, in English
+	DataPosition    = "position"    // its place in the queue
+	DataGPUs        = "gpus"        // how many GPUs
+	DataReservation = "reservation" // "r7"
+	DataSignalAt    = "signal_at"   // the checkpoint signal
+	DataDeadline    = "deadline"    // when it must be gone
+	DataState       = "state"       // how a job ended
+	DataRan         = "ran"         // how long it ran
+	DataHow         = "how"         // exit code or signal, in English
+	DataNode        = "node"        // a node's name
+	DataGPU         = "gpu"         // "node-1/3"
+	DataFault       = "fault"       // what is wrong with a GPU
+	DataPID         = "pid"         // a process
+	DataUser        = "user"        // whose process
+	DataHolder      = "holder"      // who holds the reservation
+	DataUntil       = "until"       // until when
+	DataSince       = "since"       // the last heartbeat
+	DataAttempts    = "attempts"    // of a failed notification
+	DataChannel     = "channel"     // of a failed notification
+	DataRecipient   = "recipient"   // of a failed notification
+)
+
+func stampData(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // Thresholds of DiffPlans.
 const (
@@ -76,22 +111,25 @@ func DiffPlans(prev, next Plan, jobs map[int64]Job) []Event {
 	}
 	now := next.Now
 	var out []Event
-	emit := func(kind EventKind, pj PlannedJob, key, format string, args ...any) {
+	emit := func(kind EventKind, pj PlannedJob, key string, data map[string]string, format string, args ...any) {
 		j, ok := jobs[pj.Job]
 		if !ok {
 			return
 		}
+		data[DataJob], data[DataName] = JobName(j.ID), j.Name
 		out = append(out, Event{Kind: kind, Job: pj.Job, User: j.Owner, At: now,
 			Detail:   jobTitle(j) + " " + fmt.Sprintf(format, args...),
+			Data:     data,
 			DedupKey: string(kind) + ":" + JobName(pj.Job) + key})
 	}
 	for _, pj := range next.Queued {
 		old, seen := before[pj.Job]
 		if pj.StartNow {
-			emit(EventStarted, pj, "", "started on %d GPU(s)", len(pj.GPUs))
+			emit(EventStarted, pj, "", map[string]string{DataGPUs: strconv.Itoa(len(pj.GPUs))}, "started on %d GPU(s)", len(pj.GPUs))
 		} else {
 			if soon(pj, now) && !(seen && soon(old, prev.Now)) {
-				emit(EventStartsSoon, pj, "", "should start in about %s, at %s (by %s at the latest)",
+				emit(EventStartsSoon, pj, "", map[string]string{DataStart: stampData(pj.StartP50), DataStartP90: stampData(pj.StartP90)},
+					"should start in about %s, at %s (by %s at the latest)",
 					roundedWait(pj.StartP50.Sub(now)), fmtTime(pj.StartP50), fmtTime(pj.StartP90))
 			}
 			if seen {
@@ -111,31 +149,38 @@ func DiffPlans(prev, next Plan, jobs map[int64]Job) []Event {
 }
 
 // diffQueued emits the events of a job that is queued in both plans.
-func diffQueued(old, pj PlannedJob, now time.Time, emit func(EventKind, PlannedJob, string, string, ...any)) {
+func diffQueued(old, pj PlannedJob, now time.Time, emit emitFunc) {
 	planned := func(p PlannedJob) bool { return !p.StartP50.IsZero() && len(p.GPUs) > 0 }
 	switch {
 	case planned(old) && !planned(pj):
-		emit(EventStartMovedLater, pj, ":unplanned", "can no longer be planned: %s", pj.Reason)
+		emit(EventStartMovedLater, pj, ":unplanned", map[string]string{DataReason: pj.Reason, DataWas: stampData(old.StartP50)},
+			"can no longer be planned: %s", pj.Reason)
 	case planned(old) && planned(pj):
 		threshold := max(slipMinimum, time.Duration(slipFraction*float64(old.StartP50.Sub(now))))
 		if pj.StartP50.Sub(old.StartP50) > threshold {
 			emit(EventStartMovedLater, pj, ":"+strconv.FormatInt(pj.StartP50.Unix(), 10),
+				map[string]string{DataStart: stampData(pj.StartP50), DataWas: stampData(old.StartP50), DataReason: pj.Reason},
 				"is now expected to start at %s, not %s: %s", fmtTime(pj.StartP50), fmtTime(old.StartP50), pj.Reason)
 		}
 	}
 	if old.Position > 0 && pj.Position > 0 && (pj.Position > old.Position || (pj.Position == 1 && old.Position > 1)) {
 		key := fmt.Sprintf(":%d-%d:%d", old.Position, pj.Position, now.Unix())
+		data := map[string]string{DataPosition: strconv.Itoa(pj.Position), DataWas: strconv.Itoa(old.Position)}
 		if pj.Position == 1 {
-			emit(EventPositionChanged, pj, key, "is now first in the queue (was %d)", old.Position)
+			emit(EventPositionChanged, pj, key, data, "is now first in the queue (was %d)", old.Position)
 		} else {
-			emit(EventPositionChanged, pj, key, "is now number %d in the queue (was %d)", pj.Position, old.Position)
+			emit(EventPositionChanged, pj, key, data, "is now number %d in the queue (was %d)", pj.Position, old.Position)
 		}
 	}
 }
 
-func emitDrain(pj PlannedJob, emit func(EventKind, PlannedJob, string, string, ...any)) {
+// emitFunc adds an event about a planned job.
+type emitFunc func(kind EventKind, pj PlannedJob, key string, data map[string]string, format string, args ...any)
+
+func emitDrain(pj PlannedJob, emit emitFunc) {
 	d := pj.Drain
 	emit(EventWillBeDrained, pj, fmt.Sprintf(":%s:%d", ReservationName(d.Reservation), d.Deadline.Unix()),
+		map[string]string{DataReservation: ReservationName(d.Reservation), DataSignalAt: stampData(d.SignalAt), DataDeadline: stampData(d.Deadline)},
 		"will be stopped for %s: checkpoint signal at %s, stopped by %s", ReservationName(d.Reservation), fmtTime(d.SignalAt), fmtTime(d.Deadline))
 }
 

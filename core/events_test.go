@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/gpucal/gpucal/core"
 )
@@ -69,10 +70,35 @@ func TestDiffPlans(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := core.DiffPlans(tt.prev, tt.next, jobs)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(core.Event{}, "Data")); diff != "" {
 				t.Errorf("DiffPlans (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDiffPlansData: events carry their facts as fields, for wording them
+// in the recipient's language and zone.
+func TestDiffPlansData(t *testing.T) {
+	now := epoch
+	jobs := map[int64]core.Job{1: {ID: 1, Owner: "alice", Name: "llama-ft"}}
+	pj := func(pos int, start time.Time) core.PlannedJob {
+		return core.PlannedJob{Job: 1, Position: pos, GPUs: []int64{1}, StartP50: start, StartP90: start.Add(time.Hour), Reason: "waiting for r7"}
+	}
+	prev := core.Plan{Now: now.Add(-time.Minute), Queued: []core.PlannedJob{pj(1, now.Add(time.Hour))}}
+	next := core.Plan{Now: now, Queued: []core.PlannedJob{pj(2, now.Add(3*time.Hour))}}
+	got := core.DiffPlans(prev, next, jobs)
+	want := []map[string]string{
+		{"job": "j1", "name": "llama-ft", "start": "2030-01-07T12:00:00Z", "was": "2030-01-07T10:00:00Z", "reason": "waiting for r7"},
+		{"job": "j1", "name": "llama-ft", "position": "2", "was": "1"},
+	}
+	if len(got) != 2 {
+		t.Fatalf("events %+v", got)
+	}
+	for i := range want {
+		if diff := cmp.Diff(want[i], got[i].Data); diff != "" {
+			t.Errorf("%s data (-want +got):\n%s", got[i].Kind, diff)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -88,6 +89,7 @@ func (h *heartbeatTx) updateNode(ctx context.Context) error {
 		if was == NodeDown {
 			h.events = append(h.events, Event{Kind: EventNodeBack, User: Admins, At: h.now,
 				Detail:   fmt.Sprintf("Node %s is back: its agent answers again.", n.Name),
+				Data:     map[string]string{DataNode: n.Name},
 				DedupKey: fmt.Sprintf("node_back:%s:%d", n.Name, h.now.Unix())})
 		}
 	}
@@ -133,6 +135,7 @@ func (h *heartbeatTx) fault(ctx context.Context, g *GPU, fault string) error {
 	h.events = append(h.events, Event{Kind: EventGPUFault, User: Admins, At: h.now,
 		Detail: fmt.Sprintf("GPU %s (%s) is out of service: %s. Nothing new is placed on it until an admin runs `gpucal node clear-fault %s`.",
 			g.Label(), g.UUID, fault, g.Label()),
+		Data:     map[string]string{DataGPU: g.Label(), DataFault: fault},
 		DedupKey: fmt.Sprintf("gpu_fault:%s:%s:%d", g.UUID, fault, h.now.Unix())})
 	return h.audit(ctx, "gpu.fault", "gpu/"+g.Label(), fault)
 }
@@ -308,8 +311,16 @@ func finishedEvent(j Job, now time.Time, how string) Event {
 			verb = "was stopped for reservation " + ReservationName(j.Stop.Reservation)
 		}
 	}
+	data := map[string]string{DataJob: JobName(j.ID), DataName: j.Name, DataState: string(j.State), DataHow: how}
+	if !j.StartedAt.IsZero() {
+		data[DataRan] = strconv.FormatInt(int64(now.Sub(j.StartedAt)/time.Second), 10)
+	}
+	if j.Stop != nil && j.Stop.Reservation != 0 {
+		data[DataReservation] = ReservationName(j.Stop.Reservation)
+	}
 	return Event{Kind: EventFinished, Job: j.ID, User: j.Owner, At: now,
 		Detail:   fmt.Sprintf("%s %s%s (%s).", jobTitle(j), verb, ran, how),
+		Data:     data,
 		DedupKey: "finished:" + JobName(j.ID)}
 }
 
@@ -421,6 +432,8 @@ func drainWarning(j Job, d DrainOrder, o StopOrder, now time.Time) Event {
 	return Event{Kind: EventDrainWarning, Job: j.ID, User: j.Owner, At: now,
 		Detail: fmt.Sprintf("%s will be stopped at %s for reservation %s: it gets its checkpoint signal at %s, SIGTERM at %s and SIGKILL at %s.",
 			jobTitle(j), fmtTime(d.Deadline), ReservationName(d.Reservation), fmtClock(o.CheckpointAt), fmtClock(o.TermAt), fmtClock(o.KillAt)),
+		Data: map[string]string{DataJob: JobName(j.ID), DataName: j.Name, DataReservation: ReservationName(d.Reservation),
+			DataSignalAt: stampData(o.CheckpointAt), DataDeadline: stampData(d.Deadline)},
 		DedupKey: fmt.Sprintf("drain_warning:%s:%d", JobName(j.ID), d.Deadline.Unix())}
 }
 
@@ -485,9 +498,11 @@ func (h *heartbeatTx) foreign() {
 				detail := fmt.Sprintf("Process %d of %s uses %d MiB on GPU %s, which reservation %s of %s holds until %s; gpucal did not start it.",
 					p.PID, who, p.UsedMiB, g.Label(), ReservationName(sl.Reservation), sl.Owner, fmtTime(sl.End))
 				key := fmt.Sprintf("foreign:%s:%d:%s", g.UUID, p.PID, ReservationName(sl.Reservation))
-				h.events = append(h.events, Event{Kind: EventForeignProcess, User: sl.Owner, At: h.now, Detail: detail, DedupKey: key + ":holder"})
+				data := map[string]string{DataPID: strconv.Itoa(int(p.PID)), DataUser: p.User, DataGPU: g.Label(),
+					DataReservation: ReservationName(sl.Reservation), DataHolder: sl.Owner, DataUntil: stampData(sl.End)}
+				h.events = append(h.events, Event{Kind: EventForeignProcess, User: sl.Owner, At: h.now, Detail: detail, Data: data, DedupKey: key + ":holder"})
 				if p.User != "" {
-					h.events = append(h.events, Event{Kind: EventForeignProcess, User: p.User, At: h.now, Detail: detail, DedupKey: key + ":owner"})
+					h.events = append(h.events, Event{Kind: EventForeignProcess, User: p.User, At: h.now, Detail: detail, Data: data, DedupKey: key + ":owner"})
 				}
 			}
 		}

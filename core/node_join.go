@@ -396,6 +396,7 @@ func (s *Service) CheckNodes(ctx context.Context, since time.Time) (NodeCheck, e
 			out.Down = append(out.Down, n.Name)
 			events = append(events, Event{Kind: EventNodeDown, User: Admins, At: now,
 				Detail:   fmt.Sprintf("Node %s is down: no heartbeat since %s. Its jobs are marked failed.", n.Name, fmtTime(n.LastSeen)),
+				Data:     map[string]string{DataNode: n.Name, DataSince: stampData(n.LastSeen)},
 				DedupKey: fmt.Sprintf("node_down:%s:%d", n.Name, n.LastSeen.Unix())})
 			failed, evs, err := failJobsOn(ctx, tx, n.Name, now, s.nodes.Drain.Grace, fmt.Sprintf("node %s stopped answering (last heartbeat %s)", n.Name, fmtTime(n.LastSeen)))
 			if err != nil {

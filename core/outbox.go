@@ -173,6 +173,8 @@ func (s *Service) DeliveryFailed(ctx context.Context, d Delivery, cause string, 
 		return tx.InsertEvents(ctx, []Event{{Kind: EventNotificationFailed, Job: d.Event.Job, User: Admins, At: now,
 			Detail: fmt.Sprintf("could not tell %s about %q over %s after %d attempts: %s",
 				d.User, d.Event.Detail, d.Channel, d.Attempts, d.LastError),
+			Data: map[string]string{DataRecipient: d.User, DataChannel: d.Channel, DataAttempts: strconv.Itoa(d.Attempts),
+				DataHow: d.LastError, DataName: d.Event.Detail},
 			DedupKey: string(EventNotificationFailed) + ":" + strconv.FormatInt(d.ID, 10)}})
 	})
 }

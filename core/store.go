@@ -125,6 +125,7 @@ type Tx interface {
 	// changes its zone.
 	SetChatUser(ctx context.Context, id ChatIdentity, user string) error
 	SetChatZone(ctx context.Context, id ChatIdentity, zone string) error
+	SetChatLang(ctx context.Context, id ChatIdentity, lang string) error
 	// ChatUsersOf returns the identities linked to user, by platform, team and ID.
 	ChatUsersOf(ctx context.Context, user string) ([]ChatUser, error)
 

@@ -65,7 +65,7 @@ func (s *slackAPI) texts(channel string) []string {
 type slackChannel struct{ app *slack.App }
 
 func (c slackChannel) Send(ctx context.Context, user string, m notify.Message) (string, error) {
-	id, err := c.app.Notify(ctx, user, slack.Notice{Key: m.Key, Reply: bot.Reply{Text: m.Text}, Retry: m.Retry})
+	id, err := c.app.Notify(ctx, user, slack.Notice{Key: m.Key, Event: m.Event, Retry: m.Retry})
 	if wait, ok := slack.RetryAfter(err); ok {
 		return "", &notify.RetryAfterError{Wait: wait, Err: err}
 	}
@@ -129,6 +129,10 @@ func TestSlipNotifiedOnce(t *testing.T) {
 	submit("alice", core.ClassNormal, 3*time.Hour) // planned at +1h
 	replanAndDeliver()
 	before := api.texts("DU1")
+	// alice writes /gpu in Chinese: what she is told from now on is in Chinese.
+	if err := svc.SetChatLang(ctx, core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U1"}, "zh"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := svc.Submit(ctx, core.Actor{User: "ops", Admin: true}, core.SubmitRequest{GPUs: 8, Model: "a100", Class: core.ClassHigh,
 		Command: []string{"urgent"}, Hints: core.Hints{Guess: 3 * time.Hour}}); err != nil { // ahead of alice's job: it slips by 3 h
 		t.Fatal(err)
@@ -141,9 +145,9 @@ func TestSlipNotifiedOnce(t *testing.T) {
 	var slips, moves int
 	for _, text := range got {
 		switch {
-		case strings.Contains(text, "is now expected to start at 2030-01-07 13:00 UTC, not 2030-01-07 10:00 UTC"):
+		case strings.Contains(text, "j2（train） 预计开始时间推迟到 13:00（原为 10:00）"):
 			slips++
-		case strings.Contains(text, "is now number 2 in the queue (was 1)"):
+		case strings.Contains(text, "j2（train） 现在排第 2 位（之前第 1 位）"):
 			moves++
 		}
 	}

@@ -21,8 +21,11 @@ type Message struct {
 	Key  string
 	Kind core.EventKind
 	Job  int64
-	Text string
+	Text string // the event's English sentence
 	At   time.Time
+	// Event is the event itself, with its fields, for wording it in the
+	// recipient's language and zone.
+	Event core.Event
 	// Retry says an earlier attempt may have reached the recipient (its
 	// sender died before it recorded the answer): check before sending.
 	Retry bool
@@ -198,7 +201,7 @@ func (d *Dispatcher) deliver(ctx context.Context, dl core.Delivery) error {
 		return err
 	}
 	id, err := ch.Send(ctx, dl.User, Message{
-		Key: dl.DedupKey, Kind: dl.Event.Kind, Job: dl.Event.Job, Text: dl.Event.Detail, At: dl.Event.At, Retry: dl.Attempts > 1,
+		Key: dl.DedupKey, Kind: dl.Event.Kind, Job: dl.Event.Job, Text: dl.Event.Detail, At: dl.Event.At, Event: dl.Event, Retry: dl.Attempts > 1,
 	})
 	if ctx.Err() != nil {
 		return ctx.Err() // the outcome is unknown: the lease decides

@@ -11,7 +11,7 @@ import (
 func (r chatRow) chatUser() core.ChatUser {
 	return core.ChatUser{
 		ChatIdentity: core.ChatIdentity{Platform: r.Platform, Team: r.Team, ID: r.ExternalID},
-		User:         r.User, Zone: r.Zone, CreatedAt: r.CreatedAt.Time(),
+		User:         r.User, Zone: r.Zone, Lang: r.Lang, CreatedAt: r.CreatedAt.Time(),
 	}
 }
 
@@ -30,7 +30,7 @@ func (t *tx) ChatUser(ctx context.Context, id core.ChatIdentity) (core.ChatUser,
 
 // InsertChatUser implements core.Tx.
 func (t *tx) InsertChatUser(ctx context.Context, c core.ChatUser) error {
-	row := chatRow{Platform: c.Platform, Team: c.Team, ExternalID: c.ID, User: c.User, Zone: c.Zone, CreatedAt: stamp(c.CreatedAt)}
+	row := chatRow{Platform: c.Platform, Team: c.Team, ExternalID: c.ID, User: c.User, Zone: c.Zone, Lang: c.Lang, CreatedAt: stamp(c.CreatedAt)}
 	if _, err := t.db.NewInsert().Model(&row).Exec(ctx); err != nil {
 		switch {
 		case isUnique(err):
@@ -51,6 +51,11 @@ func (t *tx) SetChatUser(ctx context.Context, id core.ChatIdentity, user string)
 // SetChatZone implements core.Tx.
 func (t *tx) SetChatZone(ctx context.Context, id core.ChatIdentity, zone string) error {
 	return t.updateChat(ctx, id, "tz = ?", zone)
+}
+
+// SetChatLang implements core.Tx.
+func (t *tx) SetChatLang(ctx context.Context, id core.ChatIdentity, lang string) error {
+	return t.updateChat(ctx, id, "lang = ?", lang)
 }
 
 func (t *tx) updateChat(ctx context.Context, id core.ChatIdentity, set string, value string) error {

@@ -41,9 +41,10 @@ func TestChatIdentities(t *testing.T) {
 
 		update(t, f.db, func(tx core.Tx) error { return tx.SetChatUser(ctx, u2, "bob") })
 		update(t, f.db, func(tx core.Tx) error { return tx.SetChatZone(ctx, u1, "Asia/Shanghai") })
+		update(t, f.db, func(tx core.Tx) error { return tx.SetChatLang(ctx, u1, "zh") })
 		var got core.ChatUser
 		view(t, f.db, func(tx core.Tx) (err error) { got, err = tx.ChatUser(ctx, u1); return err })
-		alice.Zone = "Asia/Shanghai"
+		alice.Zone, alice.Lang = "Asia/Shanghai", "zh"
 		if diff := cmp.Diff(alice, got); diff != "" {
 			t.Errorf("ChatUser (-want +got):\n%s", diff)
 		}

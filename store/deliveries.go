@@ -81,7 +81,7 @@ func (t *tx) withEvents(ctx context.Context, rows []deliveryRow) ([]core.Deliver
 	}
 	byID := make(map[int64]core.Event, len(events))
 	for _, r := range events {
-		byID[r.ID] = core.Event{ID: r.ID, Kind: core.EventKind(r.Kind), Job: r.Job, User: r.User, At: r.At.Time(), Detail: r.Detail, DedupKey: r.DedupKey}
+		byID[r.ID] = r.event()
 	}
 	out := make([]core.Delivery, len(rows))
 	for i, r := range rows {

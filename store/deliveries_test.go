@@ -14,7 +14,8 @@ func TestDeliveries(t *testing.T) {
 		f := newFixture(t, dsn)
 		ctx := context.Background()
 		update(t, f.db, func(tx core.Tx) error {
-			return tx.InsertEvents(ctx, []core.Event{{Kind: core.EventStarted, User: "alice", At: t0, Detail: "j1 started", DedupKey: "started:j1"}})
+			return tx.InsertEvents(ctx, []core.Event{{Kind: core.EventStarted, User: "alice", At: t0, Detail: "j1 started", DedupKey: "started:j1",
+				Data: map[string]string{"job": "j1", "gpus": "2"}}})
 		})
 		var events []core.Event
 		view(t, f.db, func(tx core.Tx) (err error) { events, err = tx.Events(ctx, 0, 0); return err })
@@ -32,7 +33,7 @@ func TestDeliveries(t *testing.T) {
 
 		var due []core.Delivery
 		update(t, f.db, func(tx core.Tx) (err error) { due, err = tx.DueDeliveries(ctx, hours(1), 10); return err })
-		if len(due) != 1 || due[0].DedupKey != "k1" || due[0].Event.Detail != "j1 started" {
+		if len(due) != 1 || due[0].DedupKey != "k1" || due[0].Event.Detail != "j1 started" || due[0].Event.Data["gpus"] != "2" {
 			t.Fatalf("due at +1h: %+v; want k1 with its event", due)
 		}
 		// Claimed: not due again until its lease ends.

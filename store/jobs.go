@@ -262,7 +262,7 @@ func (t *tx) InsertEvents(ctx context.Context, es []core.Event) error {
 	for chunk := range slices.Chunk(es, eventBatch) {
 		rows := make([]eventRow, len(chunk))
 		for i, e := range chunk {
-			rows[i] = eventRow{Kind: string(e.Kind), Job: e.Job, User: e.User, At: stamp(e.At), Detail: e.Detail, DedupKey: e.DedupKey}
+			rows[i] = eventRow{Kind: string(e.Kind), Job: e.Job, User: e.User, At: stamp(e.At), Detail: e.Detail, Data: eventData(e.Data), DedupKey: e.DedupKey}
 		}
 		if _, err := t.db.NewInsert().Model(&rows).On("CONFLICT (dedup_key) DO NOTHING").Exec(ctx); err != nil {
 			return dbError("insert events", err)
@@ -283,9 +283,30 @@ func (t *tx) Events(ctx context.Context, after int64, limit int) ([]core.Event, 
 	}
 	out := make([]core.Event, len(rows))
 	for i, r := range rows {
-		out[i] = core.Event{ID: r.ID, Kind: core.EventKind(r.Kind), Job: r.Job, User: r.User, At: r.At.Time(), Detail: r.Detail, DedupKey: r.DedupKey}
+		out[i] = r.event()
 	}
 	return out, nil
+}
+
+// eventData encodes an event's fields; none is "".
+func eventData(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "" // a map of strings always encodes
+	}
+	return string(b)
+}
+
+func (r eventRow) event() core.Event {
+	e := core.Event{ID: r.ID, Kind: core.EventKind(r.Kind), Job: r.Job, User: r.User, At: r.At.Time(), Detail: r.Detail, DedupKey: r.DedupKey}
+	if r.Data != "" {
+		// A row this version cannot read keeps its English detail.
+		_ = json.Unmarshal([]byte(r.Data), &e.Data)
+	}
+	return e
 }
 
 // jobRowOf is j as the jobs table stores it.

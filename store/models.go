@@ -234,6 +234,7 @@ type eventRow struct {
 	User          string `bun:"user_name"`
 	At            stamp  `bun:"at"`
 	Detail        string `bun:"detail"`
+	Data          string `bun:"data"` // JSON of core.Event.Data, "" for none
 	DedupKey      string `bun:"dedup_key"`
 }
 
@@ -245,6 +246,7 @@ type chatRow struct {
 	ExternalID    string `bun:"external_id,pk"`
 	User          string `bun:"user_name"`
 	Zone          string `bun:"tz"`
+	Lang          string `bun:"lang"`
 	CreatedAt     stamp  `bun:"created_at"`
 }
 

@@ -157,7 +157,7 @@ func (a *App) request(ctx context.Context, team, user string) (bot.Request, erro
 	if err != nil {
 		return bot.Request{}, err
 	}
-	return bot.Request{Actor: actor, Identity: id, Loc: cu.Location(core.ProfileZone(c.p, a.cfg.Zone))}, nil
+	return bot.Request{Actor: actor, Identity: id, Loc: cu.Location(core.ProfileZone(c.p, a.cfg.Zone)), Lang: cu.Lang}, nil
 }
 
 // allowed reports whether a person's home team may use gpucal: the app's

@@ -10,6 +10,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/gpucal/gpucal/bot"
+	"github.com/gpucal/gpucal/core"
 )
 
 // noticeEvent is the metadata type gpucal tags its notices with, so that
@@ -18,8 +19,8 @@ const noticeEvent = "gpucal_notice"
 
 // Notice is a message gpucal sends on its own: a notification.
 type Notice struct {
-	Key   string // the delivery's dedup key, carried in the message's metadata
-	Reply bot.Reply
+	Key   string     // the delivery's dedup key, carried in the message's metadata
+	Event core.Event // what happened; worded in each recipient's language and zone
 	// Retry: an earlier attempt may have arrived; look for it first.
 	Retry bool
 }
@@ -50,9 +51,10 @@ func (a *App) Notify(ctx context.Context, user string, n Notice) (string, error)
 				continue
 			}
 		}
+		r := bot.Notice(n.Event, id.Lang, a.zoneOf(ctx, id), a.svc.Now())
 		_, ts, err := a.notices.PostMessageContext(ctx, ch.ID,
-			slackapi.MsgOptionText(clip(escape(n.Reply.String()), maxSectionText), false),
-			slackapi.MsgOptionBlocks(blocks(n.Reply)...),
+			slackapi.MsgOptionText(clip(escape(r.String()), maxSectionText), false),
+			slackapi.MsgOptionBlocks(blocks(r)...),
 			slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: noticeEvent, EventPayload: map[string]any{"key": n.Key}}))
 		if err != nil {
 			return "", fmt.Errorf("slack: direct message to %s: %w", id.ID, err)
@@ -63,6 +65,19 @@ func (a *App) Notify(ctx context.Context, user string, n Notice) (string, error)
 		return "", &noReachError{user: user}
 	}
 	return strings.Join(sent, ","), nil
+}
+
+// zoneOf is the zone a Slack person's notices are in: the one they chose,
+// else their profile's, else the site's.
+func (a *App) zoneOf(ctx context.Context, id core.ChatUser) *time.Location {
+	if id.Zone != "" {
+		return id.Location(a.cfg.Zone)
+	}
+	c, err := a.profile(ctx, id.Team, id.ID)
+	if err != nil {
+		return a.cfg.Zone
+	}
+	return core.ProfileZone(c.p, a.cfg.Zone)
 }
 
 // findNotice looks for a notice with key among a conversation's last

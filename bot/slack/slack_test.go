@@ -571,7 +571,7 @@ func TestNotify(t *testing.T) {
 	if _, _, err := f.svc.ChatActor(ctx, core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U1"}, core.ChatProfile{Handle: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	n := slack.Notice{Key: "started:j1→alice→slack", Reply: bot.Reply{Text: "j1 started on node-1."}}
+	n := slack.Notice{Key: "started:j1→alice→slack", Event: core.Event{Kind: core.EventStarted, Detail: "j1 started on node-1."}}
 	id, err := f.app.Notify(ctx, "alice", n)
 	if err != nil || id != "DU1/1.000100" {
 		t.Fatalf("Notify: %q, %v", id, err)
@@ -587,7 +587,7 @@ func TestNotify(t *testing.T) {
 	if posts != 1 {
 		t.Errorf("%d posts; want 1", posts)
 	}
-	_, err = f.app.Notify(ctx, "alice", slack.Notice{Key: "other", Reply: bot.Reply{Text: "x"}})
+	_, err = f.app.Notify(ctx, "alice", slack.Notice{Key: "other", Event: core.Event{Detail: "x"}})
 	if wait, ok := slack.RetryAfter(err); !ok || wait != 7*time.Second {
 		t.Errorf("after a 429: %v (%v, %v); want Retry-After 7 s", err, wait, ok)
 	}

@@ -68,6 +68,11 @@ func (tx *memTx) changeChat(id core.ChatIdentity, change func(*core.ChatUser) er
 	return nil
 }
 
+// SetChatLang implements core.Tx.
+func (tx *memTx) SetChatLang(ctx context.Context, id core.ChatIdentity, lang string) error {
+	return tx.changeChat(id, func(c *core.ChatUser) error { c.Lang = lang; return nil })
+}
+
 // ChatUsersOf implements core.Tx.
 func (tx *memTx) ChatUsersOf(ctx context.Context, user string) ([]core.ChatUser, error) {
 	var out []core.ChatUser
