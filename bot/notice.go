@@ -102,6 +102,38 @@ func Notice(e core.Event, lang string, loc *time.Location, now time.Time) Reply 
 				d[core.DataRecipient], d[core.DataChannel], d[core.DataAttempts], d[core.DataHow], d[core.DataName])
 		}
 		ok = d[core.DataRecipient] != ""
+	case core.EventReservationSoon:
+		start, ok1 := at(core.DataStart)
+		until, ok2 := at(core.DataUntil)
+		ok = ok1 && ok2
+		text = say(lang, "Your reservation %s opens at %s: %s GPU(s), %s, until %s.", "你的预定 %s 将于 %s 开始：%s 张 GPU（%s），到 %s。",
+			d[core.DataReservation], start, d[core.DataGPUs], d[core.DataGPU], until)
+	case core.EventNoShow:
+		start, ok1 := at(core.DataStart)
+		ok = ok1
+		text = say(lang, "Reservation %s of %s (%s) opened at %s and its GPUs are unused. Release it (/gpu release %s) if it is not needed, so others can use them.",
+			"%s 的预定 %s（%s）已于 %s 开始，但 GPU 一直空闲。如不需要请释放（/gpu 释放 %s），让其他人使用。",
+			d[core.DataReservation], d[core.DataHolder], d[core.DataGPU], start, d[core.DataReservation])
+		if lang == "zh" {
+			text = fmt.Sprintf("%s 的预定 %s（%s）已于 %s 开始，但 GPU 一直空闲。如不需要请释放（/gpu 释放 %s），让其他人使用。",
+				d[core.DataHolder], d[core.DataReservation], d[core.DataGPU], start, d[core.DataReservation])
+		}
+	case core.EventIdleAllocated:
+		since, ok1 := at(core.DataSince)
+		ok = ok1
+		if lang == "zh" {
+			text = fmt.Sprintf("%s 的 %s 占用的 %s 张 GPU（%s）自 %s 起一直空闲。如果任务卡住了，请取消（/gpu 取消 %s）。",
+				d[core.DataHolder], job, d[core.DataGPUs], d[core.DataGPU], since, d[core.DataJob])
+		} else {
+			text = fmt.Sprintf("%s of %s holds %s GPU(s) (%s) that have been idle since %s. Cancel it (/gpu cancel %s) if it is stuck.",
+				job, d[core.DataHolder], d[core.DataGPUs], d[core.DataGPU], since, d[core.DataJob])
+		}
+	case core.EventSaturated:
+		p90, err1 := strconv.ParseInt(d[core.DataRan], 10, 64)
+		limit, err2 := strconv.ParseInt(d[core.DataUntil], 10, 64)
+		ok = err1 == nil && err2 == nil
+		text = say(lang, "The queue is saturated: 9 in 10 of the %s queued jobs wait up to %s (more than %s).",
+			"队列已饱和：%s 个排队任务中九成要等待最多 %s（超过 %s）。", d[core.DataPosition], span(time.Duration(p90)*time.Second), span(time.Duration(limit)*time.Second))
 	default:
 		ok = false
 	}
@@ -114,7 +146,7 @@ func Notice(e core.Event, lang string, loc *time.Location, now time.Time) Reply 
 func needsJob(k core.EventKind) bool {
 	switch k {
 	case core.EventStarted, core.EventStartsSoon, core.EventStartMovedLater, core.EventPositionChanged,
-		core.EventWillBeDrained, core.EventDrainWarning, core.EventFinished:
+		core.EventWillBeDrained, core.EventDrainWarning, core.EventFinished, core.EventIdleAllocated:
 		return true
 	}
 	return false

@@ -28,6 +28,11 @@ var noticeEvents = []core.Event{
 	{Kind: core.EventNodeBack, Data: map[string]string{"node": "node-4"}},
 	{Kind: core.EventGPUFault, Data: map[string]string{"gpu": "node-2/5", "fault": "XID 79 (GPU has fallen off the bus)"}},
 	{Kind: core.EventNotificationFailed, Data: map[string]string{"recipient": "bob", "channel": "slack", "attempts": "8", "how": "channel_not_found", "name": "j3 started on 8 GPU(s)"}},
+	{Kind: core.EventReservationSoon, Data: map[string]string{"reservation": "r12", "gpus": "4", "gpu": "node-2/0, node-2/1, node-2/2, node-2/3",
+		"start": "2026-12-02T10:15:00Z", "until": "2026-12-02T14:00:00Z"}},
+	{Kind: core.EventNoShow, Data: map[string]string{"reservation": "r12", "holder": "alice", "gpu": "node-2/0, node-2/1", "start": "2026-12-02T09:30:00Z"}},
+	{Kind: core.EventIdleAllocated, Data: map[string]string{"job": "j42", "name": "llama-ft", "holder": "bob", "gpus": "2", "gpu": "node-1/0, node-1/1", "since": "2026-12-02T08:45:00Z"}},
+	{Kind: core.EventSaturated, Data: map[string]string{"position": "37", "ran": "106200", "until": "86400"}},
 	{Kind: core.EventStarted, Detail: "j1 started on 2 GPU(s)"}, // written before events had fields
 }
 
@@ -60,6 +65,14 @@ func TestNotice(t *testing.T) {
 			"GPU node-2/5 已停用：XID 79 (GPU has fallen off the bus)。在管理员运行 gpucal node clear-fault node-2/5 之前不会再分配任务。"},
 		{"Could not tell bob over slack after 8 attempts (channel_not_found): j3 started on 8 GPU(s)",
 			"经过 8 次尝试仍无法通过 slack 通知 bob（channel_not_found）：j3 started on 8 GPU(s)"},
+		{"Your reservation r12 opens at 18:15: 4 GPU(s), node-2/0, node-2/1, node-2/2, node-2/3, until 22:00.",
+			"你的预定 r12 将于 18:15 开始：4 张 GPU（node-2/0, node-2/1, node-2/2, node-2/3），到 22:00。"},
+		{"Reservation r12 of alice (node-2/0, node-2/1) opened at 17:30 and its GPUs are unused. Release it (/gpu release r12) if it is not needed, so others can use them.",
+			"alice 的预定 r12（node-2/0, node-2/1）已于 17:30 开始，但 GPU 一直空闲。如不需要请释放（/gpu 释放 r12），让其他人使用。"},
+		{"j42 (llama-ft) of bob holds 2 GPU(s) (node-1/0, node-1/1) that have been idle since 16:45. Cancel it (/gpu cancel j42) if it is stuck.",
+			"bob 的 j42（llama-ft） 占用的 2 张 GPU（node-1/0, node-1/1）自 16:45 起一直空闲。如果任务卡住了，请取消（/gpu 取消 j42）。"},
+		{"The queue is saturated: 9 in 10 of the 37 queued jobs wait up to 1d 5h (more than 1d).",
+			"队列已饱和：37 个排队任务中九成要等待最多 1d 5h（超过 1d）。"},
 		{"j1 started on 2 GPU(s)", "j1 started on 2 GPU(s)"},
 	}
 	if len(want) != len(noticeEvents) {

@@ -112,6 +112,9 @@ func (h *heartbeatTx) updateNode(ctx context.Context) error {
 		}
 		before := g.Telemetry
 		g.Telemetry = Telemetry{At: h.now, Util: r.Util, UsedMiB: r.UsedMiB, TempC: r.TempC, PowerW: r.PowerW, XID: r.XID, AgentFault: r.Fault}
+		if r.Util < IdleUtil {
+			g.Telemetry.IdleSince = cmp.Or(before.IdleSince, h.now)
+		}
 		fault := ""
 		switch {
 		case r.XID != 0 && r.XID != before.XID:

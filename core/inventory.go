@@ -73,7 +73,13 @@ type Telemetry struct {
 	// stays cleared while the agent repeats it.
 	XID        uint64
 	AgentFault string
+	// IdleSince is since when every heartbeat showed the GPU under
+	// IdleUtil percent busy; zero while it is busy.
+	IdleSince time.Time
 }
+
+// IdleUtil is the utilisation (percent) under which a GPU counts as idle.
+const IdleUtil = 5.0
 
 // Schedulable reports whether new work may be placed on g.
 func (g GPU) Schedulable() bool { return g.State == GPUUp && g.Fault == "" }

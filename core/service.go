@@ -15,6 +15,7 @@ type Service struct {
 	estimator Estimator
 	planner   Planner
 	nodes     NodePolicy
+	alerts    AlertPolicy
 
 	keyMu  sync.Mutex
 	jobKey []byte // signs job tokens; loaded on first use (jobtoken.go)
@@ -47,7 +48,8 @@ func WithPlanner(p Planner) Option { return func(s *Service) { s.planner = p } }
 // DefaultPlanConfig.
 func NewService(store Store, opts ...Option) *Service {
 	s := &Service{store: store, policy: DefaultPolicy, now: time.Now,
-		estimator: newLearner(), planner: Planner{Config: DefaultPlanConfig}, nodes: DefaultNodePolicy}
+		estimator: newLearner(), planner: Planner{Config: DefaultPlanConfig}, nodes: DefaultNodePolicy,
+		alerts: DefaultAlertPolicy}
 	for _, o := range opts {
 		o(s)
 	}

@@ -117,7 +117,7 @@ func (t *tx) UpdateNode(ctx context.Context, n *core.Node) error {
 		}
 		gr := gpuRowOf(n.ID, *g)
 		res, err := t.db.NewUpdate().Model(&gr).
-			Column("idx", "uuid", "name", "memory_mib", "state", "fault", "util", "used_mib", "temp_c", "power_w", "telemetry_at", "last_xid", "agent_fault").
+			Column("idx", "uuid", "name", "memory_mib", "state", "fault", "util", "used_mib", "temp_c", "power_w", "telemetry_at", "last_xid", "agent_fault", "idle_since").
 			WherePK().
 			Where("node_id = ?", n.ID).
 			Exec(ctx)

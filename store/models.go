@@ -71,6 +71,7 @@ type gpuRow struct {
 	TelemetryAt   stamp   `bun:"telemetry_at,nullzero"`
 	LastXID       int64   `bun:"last_xid"`
 	AgentFault    string  `bun:"agent_fault"`
+	IdleSince     stamp   `bun:"idle_since,nullzero"`
 }
 
 // gpuRowOf is g, a GPU of node nodeID, as the gpus table stores it.
@@ -78,7 +79,7 @@ func gpuRowOf(nodeID int64, g core.GPU) gpuRow {
 	t := g.Telemetry
 	return gpuRow{ID: g.ID, NodeID: nodeID, Index: g.Index, Name: g.Name, MemoryMiB: g.MemoryMiB, UUID: g.UUID,
 		State: string(g.State), Fault: g.Fault, Util: t.Util, UsedMiB: t.UsedMiB, TempC: t.TempC, PowerW: t.PowerW,
-		TelemetryAt: stamp(t.At), LastXID: int64(t.XID), AgentFault: t.AgentFault}
+		TelemetryAt: stamp(t.At), LastXID: int64(t.XID), AgentFault: t.AgentFault, IdleSince: stamp(t.IdleSince)}
 }
 
 func (r gpuRow) gpu(node string) core.GPU {
@@ -86,7 +87,7 @@ func (r gpuRow) gpu(node string) core.GPU {
 		ID: r.ID, NodeID: r.NodeID, Node: node, Index: r.Index, Name: r.Name, MemoryMiB: r.MemoryMiB, UUID: r.UUID,
 		State: core.GPUState(r.State), Fault: r.Fault,
 		Telemetry: core.Telemetry{At: r.TelemetryAt.Time(), Util: r.Util, UsedMiB: r.UsedMiB, TempC: r.TempC, PowerW: r.PowerW,
-			XID: uint64(r.LastXID), AgentFault: r.AgentFault},
+			XID: uint64(r.LastXID), AgentFault: r.AgentFault, IdleSince: r.IdleSince.Time()},
 	}
 }
 
