@@ -29,6 +29,7 @@ type serverConfig struct {
 	bootstrapToken string
 	replanEvery    string
 	nodes          core.NodePolicy
+	alerts         core.AlertPolicy
 	chat           chatConfig
 }
 
@@ -48,6 +49,11 @@ func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&c.nodes.Drain.Kill, "drain-kill", c.nodes.Drain.Kill, "… and SIGKILL this long before it")
 	fs.DurationVar(&c.nodes.LogRetention, "log-retention", c.nodes.LogRetention, "how long the server keeps a job's log after it ended (0: for ever)")
 	fs.BoolVar(&c.nodes.KillForeign, "kill-foreign-processes", false, "agents stop processes gpucal did not start on reserved GPUs when the window opens (default: report them only)")
+	c.alerts = core.DefaultAlertPolicy
+	fs.DurationVar(&c.alerts.RemindBefore, "remind-before", c.alerts.RemindBefore, "remind a reservation's holder this long before it opens (0: never)")
+	fs.DurationVar(&c.alerts.NoShowAfter, "no-show-after", c.alerts.NoShowAfter, "tell the holder and the admins when a window has been open this long with its GPUs unused (0: never)")
+	fs.DurationVar(&c.alerts.IdleAfter, "idle-after", c.alerts.IdleAfter, "tell a job's owner and the admins when its GPUs have been idle this long (0: never)")
+	fs.DurationVar(&c.alerts.SaturatedWait, "saturated-wait", c.alerts.SaturatedWait, "tell the admins when 9 in 10 queued jobs wait longer than this (0: never)")
 	c.chat.flags(fs, e)
 }
 
@@ -105,7 +111,7 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 		return fmt.Errorf("opening the database: %w", err)
 	}
 	defer db.Close()
-	svc := core.NewService(db, core.WithNodePolicy(cfg.nodes))
+	svc := core.NewService(db, core.WithNodePolicy(cfg.nodes), core.WithAlertPolicy(cfg.alerts))
 
 	if h.prepare != nil {
 		if err := h.prepare(ctx, db); err != nil {
@@ -157,6 +163,7 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 		func(ctx context.Context) error {
 			return scheduler.WatchNodes(ctx, svc, log.With("component", "nodes"), cfg.nodes.Interval, started, loop.Kick)
 		},
+		func(ctx context.Context) error { return scheduler.Watch(ctx, svc, log.With("component", "watch"), time.Minute, nil) },
 	}, chat.parts...)
 	errc := make(chan error, len(parts))
 	running := len(parts)
