@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpucal/gpucal/bot"
+	"github.com/gpucal/gpucal/bot/discord"
 	"github.com/gpucal/gpucal/bot/slack"
 	"github.com/gpucal/gpucal/core"
 )
@@ -17,73 +18,186 @@ import (
 // chatConfig is how the server joins chat. Secrets come from the
 // environment by default so that they stay out of process listings.
 type chatConfig struct {
-	webURL   string
-	zone     string
-	slackBot string // xoxb-…
-	slackApp string // xapp-…, Socket Mode
-	slackSig string // signing secret, HTTP mode
-	slackHow string // "socket" or "http"
-	admins   string // Slack user IDs and emails, comma-separated
-	slackAPI string // the Web API's base URL; "" for Slack's own
+	webURL      string
+	zone        string
+	slackBot    string // xoxb-…
+	slackApp    string // xapp-…, Socket Mode
+	slackSig    string // signing secret, HTTP mode
+	slackHow    string // "socket" or "http"
+	admins      string // Slack user IDs and emails, comma-separated
+	slackAPI    string // the Web API's base URL; "" for Slack's own
+	slackTeams  string // more workspaces whose members may use gpucal
+	slackGuests bool   // guests may use gpucal
+
+	discordToken    string // bot token
+	discordAppID    string // application ID, to register /gpu
+	discordKey      string // application public key, HTTP mode
+	discordHow      string // "gateway" or "http"
+	discordAdmins   string // Discord user IDs, comma-separated
+	discordFallback string // channel ID for people who refuse DMs
+	discordAPI      string // the REST API's base URL; "" for Discord's own
 }
 
 func (c *chatConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.webURL, "web-url", e.getenv("GPUCAL_WEB_URL"), "the address people open the calendar at, for links in chat (GPUCAL_WEB_URL)")
 	fs.StringVar(&c.zone, "chat-zone", envOr(e, "GPUCAL_CHAT_ZONE", "UTC"), "time zone for chat users whose profile has none, until they set one with /gpu tz (GPUCAL_CHAT_ZONE)")
-	fs.StringVar(&c.slackBot, "slack-bot-token", e.getenv("GPUCAL_SLACK_BOT_TOKEN"), "Slack bot token xoxb-…; turns the Slack app on (GPUCAL_SLACK_BOT_TOKEN)")
-	fs.StringVar(&c.slackApp, "slack-app-token", e.getenv("GPUCAL_SLACK_APP_TOKEN"), "Slack app-level token xapp-… for Socket Mode (GPUCAL_SLACK_APP_TOKEN)")
-	fs.StringVar(&c.slackSig, "slack-signing-secret", e.getenv("GPUCAL_SLACK_SIGNING_SECRET"), "Slack signing secret for HTTP mode (GPUCAL_SLACK_SIGNING_SECRET)")
+	fs.StringVar(&c.slackBot, "slack-bot-token", "", "Slack bot token xoxb-…; turns the Slack app on (better: GPUCAL_SLACK_BOT_TOKEN)")
+	fs.StringVar(&c.slackApp, "slack-app-token", "", "Slack app-level token xapp-… for Socket Mode (better: GPUCAL_SLACK_APP_TOKEN)")
+	fs.StringVar(&c.slackSig, "slack-signing-secret", "", "Slack signing secret for HTTP mode (better: GPUCAL_SLACK_SIGNING_SECRET)")
 	fs.StringVar(&c.slackHow, "slack-mode", envOr(e, "GPUCAL_SLACK_MODE", "socket"), "socket (no public URL needed) or http (Slack posts to /slack/…) (GPUCAL_SLACK_MODE)")
 	fs.StringVar(&c.slackAPI, "slack-api-url", e.getenv("GPUCAL_SLACK_API_URL"), "Slack Web API base URL, for a proxy (default https://slack.com/api/) (GPUCAL_SLACK_API_URL)")
 	fs.StringVar(&c.admins, "slack-admins", e.getenv("GPUCAL_SLACK_ADMINS"), "Slack user IDs or emails of gpucal admins, comma-separated (GPUCAL_SLACK_ADMINS)")
+	fs.StringVar(&c.slackTeams, "slack-teams", e.getenv("GPUCAL_SLACK_TEAMS"), "Slack workspace (T…) or Enterprise Grid (E…) IDs whose members may use gpucal besides the app's own, comma-separated (GPUCAL_SLACK_TEAMS)")
+	fs.BoolVar(&c.slackGuests, "slack-allow-guests", e.getenv("GPUCAL_SLACK_ALLOW_GUESTS") == "true", "let Slack guests use gpucal (GPUCAL_SLACK_ALLOW_GUESTS=true)")
+	fs.StringVar(&c.discordToken, "discord-token", "", "Discord bot token; turns the Discord app on (better: GPUCAL_DISCORD_TOKEN)")
+	fs.StringVar(&c.discordAppID, "discord-app-id", e.getenv("GPUCAL_DISCORD_APP_ID"), "Discord application ID, to register /gpu (GPUCAL_DISCORD_APP_ID)")
+	fs.StringVar(&c.discordKey, "discord-public-key", e.getenv("GPUCAL_DISCORD_PUBLIC_KEY"), "Discord application public key, for HTTP mode (GPUCAL_DISCORD_PUBLIC_KEY)")
+	fs.StringVar(&c.discordHow, "discord-mode", envOr(e, "GPUCAL_DISCORD_MODE", "gateway"), "gateway (no public URL needed) or http (Discord posts to /discord/interactions) (GPUCAL_DISCORD_MODE)")
+	fs.StringVar(&c.discordAdmins, "discord-admins", e.getenv("GPUCAL_DISCORD_ADMINS"), "Discord user IDs of gpucal admins, comma-separated (GPUCAL_DISCORD_ADMINS)")
+	fs.StringVar(&c.discordFallback, "discord-fallback-channel", e.getenv("GPUCAL_DISCORD_FALLBACK_CHANNEL"), "Discord channel ID for messages to people who do not accept direct messages (GPUCAL_DISCORD_FALLBACK_CHANNEL)")
+	fs.StringVar(&c.discordAPI, "discord-api-url", e.getenv("GPUCAL_DISCORD_API_URL"), "Discord REST API base URL, for a proxy or a test fake (default https://discord.com/api/v9/) (GPUCAL_DISCORD_API_URL)")
+}
+
+// secretsFromEnv fills in the tokens and secrets not given as flags from
+// the environment. They are not flag defaults because flag prints defaults
+// in its help and usage errors, which end up in logs.
+func (c *chatConfig) secretsFromEnv(e *env) {
+	for _, s := range []struct {
+		v   *string
+		env string
+	}{
+		{&c.slackBot, "GPUCAL_SLACK_BOT_TOKEN"}, {&c.slackApp, "GPUCAL_SLACK_APP_TOKEN"},
+		{&c.slackSig, "GPUCAL_SLACK_SIGNING_SECRET"}, {&c.discordToken, "GPUCAL_DISCORD_TOKEN"},
+	} {
+		if *s.v == "" {
+			*s.v = e.getenv(s.env)
+		}
+	}
 }
 
 // chat is what the chat configuration adds to a server: parts that run
 // beside it and routes it serves.
 type chat struct {
-	parts  []func(context.Context) error
-	routes map[string]http.Handler
+	parts   []func(context.Context) error
+	routes  map[string]http.Handler
+	slack   *slack.App   // nil when Slack is off
+	discord *discord.App // nil when Discord is off
 }
 
 // setupChat builds the chat adapters the configuration asks for.
 func setupChat(c chatConfig, svc *core.Service, log *slog.Logger, onChange func()) (chat, error) {
-	var out chat
-	if c.slackBot == "" {
-		return out, nil
+	if c.slackBot == "" && c.discordToken == "" {
+		return chat{}, nil
 	}
 	zone, err := time.LoadLocation(c.zone)
 	if err != nil {
-		return out, usagef("--chat-zone %q: give an IANA zone like Europe/Berlin", c.zone)
+		return chat{}, usagef("--chat-zone %q: give an IANA zone like Europe/Berlin", c.zone)
 	}
 	h := bot.NewHandler(svc, bot.Config{WebURL: c.webURL, Logger: log.With("component", "bot"), OnChange: onChange})
-	var admins []string
-	for _, a := range strings.Split(c.admins, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			admins = append(admins, a)
+	out := chat{routes: map[string]http.Handler{}}
+	if c.slackBot != "" {
+		if err := setupSlack(&out, c, svc, h, zone, log); err != nil {
+			return chat{}, err
 		}
 	}
+	if c.discordToken != "" {
+		if err := setupDiscord(&out, c, svc, h, zone, log); err != nil {
+			return chat{}, err
+		}
+	}
+	return out, nil
+}
+
+// chatZone is the zone for chat people who gave none; UTC when the
+// setting does not load (setupChat refuses it with a usage error first).
+func chatZone(c chatConfig) *time.Location {
+	if loc, err := time.LoadLocation(c.zone); err == nil {
+		return loc
+	}
+	return time.UTC
+}
+
+// commaSeparated splits a comma-separated setting.
+func commaSeparated(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// setupSlack adds the Slack app.
+func setupSlack(out *chat, c chatConfig, svc *core.Service, h *bot.Handler, zone *time.Location, log *slog.Logger) error {
 	app, err := slack.New(svc, h, slack.Config{
-		BotToken: c.slackBot, AppToken: c.slackApp, SigningSecret: c.slackSig, Admins: admins, Zone: zone, APIURL: c.slackAPI,
-		Logger: log.With("component", "slack"),
+		BotToken: c.slackBot, AppToken: c.slackApp, SigningSecret: c.slackSig, Admins: commaSeparated(c.admins), Zone: zone, APIURL: c.slackAPI,
+		Teams: commaSeparated(c.slackTeams), AllowGuests: c.slackGuests, Logger: log.With("component", "slack"),
 	})
 	if err != nil {
-		return out, usagef("%v", err)
+		return usagef("%v", err)
 	}
 	switch c.slackHow {
 	case "socket":
 		if c.slackApp == "" {
-			return out, usagef("Slack Socket Mode needs the app-level token: set GPUCAL_SLACK_APP_TOKEN (xapp-…), or use --slack-mode http")
+			return usagef("Slack Socket Mode needs the app-level token: set GPUCAL_SLACK_APP_TOKEN (xapp-…), or use --slack-mode http")
 		}
 		out.parts = append(out.parts, app.RunSocketMode)
 	case "http":
 		handler, err := app.Handler()
 		if err != nil {
-			return out, usagef("%v: set GPUCAL_SLACK_SIGNING_SECRET", err)
+			return usagef("%v: set GPUCAL_SLACK_SIGNING_SECRET", err)
 		}
-		out.routes = map[string]http.Handler{"/slack/": handler}
+		out.routes["/slack/"] = handler
+		// Replies still being sent when the server stops give up, and the
+		// server waits for them before it closes the database.
+		out.parts = append(out.parts, func(ctx context.Context) error {
+			<-ctx.Done()
+			app.Close()
+			app.Wait()
+			return nil
+		})
 	default:
-		return out, usagef("--slack-mode %q: use socket or http", c.slackHow)
+		return usagef("--slack-mode %q: use socket or http", c.slackHow)
 	}
+	out.slack = app
 	log.Info(fmt.Sprintf("Slack app on (%s mode)", c.slackHow))
-	return out, nil
+	return nil
+}
+
+// setupDiscord adds the Discord app. The API URL is applied by the app's
+// own HTTP client; discordgo's endpoint variables are never changed. Its
+// one package-level setting, the logger, is set here, once.
+func setupDiscord(out *chat, c chatConfig, svc *core.Service, h *bot.Handler, zone *time.Location, log *slog.Logger) error {
+	if c.discordAppID == "" {
+		return usagef("the Discord app needs its application ID to register /gpu: set GPUCAL_DISCORD_APP_ID")
+	}
+	app, err := discord.New(svc, h, discord.Config{
+		Token: c.discordToken, AppID: c.discordAppID, PublicKey: c.discordKey, Admins: commaSeparated(c.discordAdmins), Zone: zone,
+		FallbackChannel: c.discordFallback, APIURL: c.discordAPI, Logger: log.With("component", "discord"),
+	})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	discord.LogLibraryTo(log)
+	switch c.discordHow {
+	case "gateway":
+		out.parts = append(out.parts, app.RunGateway)
+	case "http":
+		handler, err := app.Handler()
+		if err != nil {
+			return usagef("%v: set GPUCAL_DISCORD_PUBLIC_KEY", err)
+		}
+		out.routes["/discord/"] = handler
+		out.parts = append(out.parts, app.RunRegistration, func(ctx context.Context) error {
+			<-ctx.Done()
+			app.Wait()
+			return nil
+		})
+	default:
+		return usagef("--discord-mode %q: use gateway or http", c.discordHow)
+	}
+	out.discord = app
+	log.Info(fmt.Sprintf("Discord app on (%s mode)", c.discordHow))
+	return nil
 }

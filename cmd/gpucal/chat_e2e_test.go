@@ -26,15 +26,20 @@ import (
 func TestSlackHTTPBooking(t *testing.T) {
 	const secret = "e2e-signing-secret"
 	users := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/users.info" {
+		switch r.URL.Path {
+		case "/auth.test":
+			fmt.Fprint(w, `{"ok":true,"team_id":"T1","user_id":"UBOT"}`)
+		case "/users.info":
+			fmt.Fprint(w, `{"ok":true,"user":{"id":"U7","team_id":"T1","name":"carol","real_name":"Carol","tz":"UTC","profile":{"email":"carol@example.org"}}}`)
+		default:
 			http.NotFound(w, r)
-			return
 		}
-		fmt.Fprint(w, `{"ok":true,"user":{"id":"U7","name":"carol","real_name":"Carol","tz":"UTC","profile":{"email":"carol@example.org"}}}`)
 	}))
 	t.Cleanup(users.Close)
-	s := startServer(t, storetest.SQLite(t), "--slack-bot-token", "xoxb-e2e", "--slack-mode", "http",
-		"--slack-signing-secret", secret, "--slack-api-url", users.URL+"/")
+	// The secrets come from the environment, as they should in production.
+	t.Setenv("GPUCAL_SLACK_BOT_TOKEN", "xoxb-e2e")
+	t.Setenv("GPUCAL_SLACK_SIGNING_SECRET", secret)
+	s := startServer(t, storetest.SQLite(t), "--slack-mode", "http", "--slack-api-url", users.URL+"/")
 	ctx := context.Background()
 	admin := s.client("t0")
 	addNodes(t, admin, 1)
@@ -87,7 +92,7 @@ func TestSlackHTTPBooking(t *testing.T) {
 
 	// carol was created on first use; an admin sees her link and links
 	// another Slack person to an existing user.
-	if out, errOut, code := s.cli("user", "links", "carol"); code != 0 || !strings.Contains(out, "slack    T1/U7  zone UTC") {
+	if out, errOut, code := s.cli("user", "links", "carol"); code != 0 || !strings.Contains(out, "slack    T1/U7  zone -") {
 		t.Errorf("user links carol: exit %d\n%s%s", code, out, errOut)
 	}
 	if out, errOut, code := s.cli("user", "link", "admin", "--slack", "T1/U9"); code != 0 || out != "slack T1/U9 now acts as admin.\n" {
@@ -95,5 +100,23 @@ func TestSlackHTTPBooking(t *testing.T) {
 	}
 	if _, errOut, code := s.cli("user", "link", "admin", "--slack", "T1"); code != 2 || !strings.Contains(errOut, "WORKSPACE_ID/USER_ID") {
 		t.Errorf("user link with a bad identity: exit %d, %s", code, errOut)
+	}
+}
+
+// TestSecretsStayOutOfHelp: tokens given in the environment never appear in
+// the help or in a usage error, which flag prints with every default.
+func TestSecretsStayOutOfHelp(t *testing.T) {
+	for _, args := range [][]string{{"server", "--help"}, {"server", "--no-such-flag"}, {"demo", "--help"}} {
+		var out strings.Builder
+		e := &env{stdout: &out, stderr: &out, getenv: func(k string) string {
+			return map[string]string{"GPUCAL_SLACK_BOT_TOKEN": "xoxb-secret-1", "GPUCAL_SLACK_SIGNING_SECRET": "signing-secret-2",
+				"GPUCAL_DISCORD_TOKEN": "discord-secret-3", "GPUCAL_DB": "postgres://gpucal:db-secret-4@db/gpucal"}[k]
+		}}
+		run(context.Background(), e, args)
+		for _, secret := range []string{"xoxb-secret-1", "signing-secret-2", "discord-secret-3", "db-secret-4"} {
+			if strings.Contains(out.String(), secret) {
+				t.Errorf("gpucal %s printed %s", strings.Join(args, " "), secret)
+			}
+		}
 	}
 }

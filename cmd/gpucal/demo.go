@@ -41,6 +41,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0); err != nil {
 		return err
 	}
+	cfg.fromEnv(e)
 	if e.getenv("GPUCAL_DATA") == "" && !flagSet(fs, "data") {
 		cfg.data = filepath.Join(defaultDataDir(), "demo")
 	}

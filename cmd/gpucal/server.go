@@ -33,9 +33,19 @@ type serverConfig struct {
 	chat           chatConfig
 }
 
+// fromEnv fills in what the environment gives and the flags did not:
+// values that may hold secrets are not flag defaults, because flag prints
+// defaults in its help and usage errors.
+func (c *serverConfig) fromEnv(e *env) {
+	if c.db == "" {
+		c.db = e.getenv("GPUCAL_DB")
+	}
+	c.chat.secretsFromEnv(e)
+}
+
 func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.addr, "addr", envOr(e, "GPUCAL_ADDR", "127.0.0.1:8080"), "listen address (GPUCAL_ADDR)")
-	fs.StringVar(&c.db, "db", e.getenv("GPUCAL_DB"), "database: sqlite:PATH or postgres://… (GPUCAL_DB; default sqlite:DATA/gpucal.db)")
+	fs.StringVar(&c.db, "db", "", "database: sqlite:PATH or postgres://… (better: GPUCAL_DB, which keeps a password out of process listings; default sqlite:DATA/gpucal.db)")
 	fs.StringVar(&c.data, "data", envOr(e, "GPUCAL_DATA", defaultDataDir()), "data folder for the embedded SQLite database (GPUCAL_DATA)")
 	fs.StringVar(&c.logLevel, "log-level", envOr(e, "GPUCAL_LOG_LEVEL", "info"), "log level: debug, info, warn, error (GPUCAL_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", envOr(e, "GPUCAL_LOG_FORMAT", "text"), "log format: text or json (GPUCAL_LOG_FORMAT)")
@@ -84,6 +94,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0); err != nil {
 		return err
 	}
+	cfg.fromEnv(e)
 	return serve(ctx, e, cfg, hooks{})
 }
 
@@ -131,7 +142,10 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 		ln.Close()
 		return err
 	}
-	var handler http.Handler = web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, Logger: log.With("component", "web"), OnChange: loop.Kick})
+	metrics := web.NewMetrics()
+	dispatcher := newDispatcher(svc, chat, chatZone(cfg.chat), log.With("component", "notify"), metrics.Registry)
+	var handler http.Handler = web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, Logger: log.With("component", "web"),
+		OnChange: loop.Kick, Metrics: metrics})
 	if len(chat.routes) > 0 {
 		mux := http.NewServeMux()
 		for prefix, h := range chat.routes {
@@ -163,8 +177,16 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 		func(ctx context.Context) error {
 			return scheduler.WatchNodes(ctx, svc, log.With("component", "nodes"), cfg.nodes.Interval, started, loop.Kick)
 		},
-		func(ctx context.Context) error { return scheduler.Watch(ctx, svc, log.With("component", "watch"), time.Minute, nil) },
 	}, chat.parts...)
+	kick := func() {}
+	if dispatcher != nil {
+		// Events wait in the outbox until a chat app is configured.
+		parts = append(parts, dispatcher.Run)
+		kick = dispatcher.Kick
+	}
+	parts = append(parts, func(ctx context.Context) error {
+		return scheduler.Watch(ctx, svc, log.With("component", "watch"), time.Minute, kick)
+	})
 	errc := make(chan error, len(parts))
 	running := len(parts)
 	for _, p := range parts {
