@@ -81,6 +81,7 @@ func (s *Server) routes() {
 	api("POST /api/v1/reservations/{id}/extend", s.handleExtend)
 	api("POST /api/v1/reservations/{id}/release", s.handleRelease)
 	api("GET /api/v1/calendar", s.handleCalendar)
+	api("GET /api/v1/report", s.handleReport)
 	api("POST /api/v1/jobs", s.handleSubmit)
 	api("GET /api/v1/jobs", s.handleJobs)
 	api("GET /api/v1/jobs/{id}", s.handleJob)

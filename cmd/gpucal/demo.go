@@ -87,7 +87,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 						return
 					}
 				}
-				if err := seedBookings(ctx, db, time.Now()); err != nil {
+				if err := seedBookingsAndHistory(ctx, db, time.Now()); err != nil {
 					fmt.Fprintf(e.stderr, "gpucal demo: %v\n", err)
 					return
 				}
@@ -115,7 +115,8 @@ Try, in another terminal:
   gpucal book 4 a100 --from "tomorrow 9:00" --to "tomorrow 13:00" --note "llama finetune"
   gpucal submit --gpus 2 --model h100 --name demo-train --guess 1m -- sh -c 'for i in $(seq 60); do echo "Epoch $i/60"; sleep 1; done'
   gpucal queue
-  gpucal logs j1 --follow
+  gpucal logs JOB --follow        (JOB: the ID submit printed, like j99)
+  gpucal report --from -7d        (a week of demo history; gpucal digest --preview week.png draws it)
   gpucal when 16 a100 12h
   gpucal calendar --from today --days 2
 

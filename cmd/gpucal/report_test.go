@@ -1,0 +1,35 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpucal/gpucal/store/storetest"
+	"github.com/gpucal/gpucal/web"
+)
+
+// TestReportCLI: gpucal report as text, JSON and CSV from a running server.
+func TestReportCLI(t *testing.T) {
+	s := startServer(t, storetest.SQLite(t))
+	addNodes(t, s.client("t0"), 2)
+	out, errOut, code := s.cli("report", "--from", "-24h")
+	if code != 0 || !strings.Contains(out, "GPUs 16, ") || !strings.Contains(out, "utilisation") {
+		t.Fatalf("report: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = s.cli("report", "--from", "-7d", "--json")
+	var rep web.ReportJSON
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || rep.GPUs != 16 || rep.To.Sub(rep.From) < 7*24*time.Hour-time.Minute {
+		t.Errorf("report --json: exit %d, %v, %+v", code, err, rep)
+	}
+	if out, _, code = s.cli("report", "--csv"); code != 0 || !strings.HasPrefix(out, "kind,name,gpu_hours,jobs\n") {
+		t.Errorf("report --csv: exit %d\n%s", code, out)
+	}
+	if _, errOut, code = s.cli("report", "--from", "-x"); code != 2 || !strings.Contains(errOut, "--from") {
+		t.Errorf("a bad --from: exit %d, %s", code, errOut)
+	}
+	if _, errOut, code = s.cli("report", "--from", "now", "--to", "-2d"); code != 1 || !strings.Contains(errOut, "from before to") {
+		t.Errorf("a period ending before it starts: exit %d, %s", code, errOut)
+	}
+}
