@@ -229,7 +229,9 @@ func ranked(m map[string]*UsageTotal) []UsageTotal {
 	for _, u := range m {
 		out = append(out, *u)
 	}
-	slices.SortFunc(out, func(a, b UsageTotal) int { return cmp.Or(cmp.Compare(b.GPUHours, a.GPUHours), cmp.Compare(a.Name, b.Name)) })
+	slices.SortFunc(out, func(a, b UsageTotal) int {
+		return cmp.Or(cmp.Compare(b.GPUHours, a.GPUHours), cmp.Compare(a.Name, b.Name))
+	})
 	return out
 }
 
