@@ -54,8 +54,15 @@ type call struct {
 // records every call.
 type fakeDiscord struct {
 	*httptest.Server
-	mu    sync.Mutex
-	calls []call
+	mu      sync.Mutex
+	calls   []call
+	uploads []upload // files posted to the channel "digest"
+}
+
+// upload is a message with a file, as Discord receives it (multipart).
+type upload struct {
+	Content, Filename string
+	Data              []byte
 }
 
 func newFakeDiscord(t *testing.T) *fakeDiscord {
@@ -90,6 +97,24 @@ func newFakeDiscord(t *testing.T) *fakeDiscord {
 	mux.HandleFunc("POST /api/v9/channels/{channel}/messages", func(w http.ResponseWriter, r *http.Request) {
 		f.record(t, r)
 		fmt.Fprintf(w, `{"id":"m-posted","channel_id":%q}`, r.PathValue("channel"))
+	})
+	mux.HandleFunc("POST /api/v9/channels/digest/messages", func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseMultipartForm(1 << 20); err != nil {
+			t.Errorf("a file message that is not multipart: %v", err)
+			return
+		}
+		var payload struct{ Content string }
+		json.Unmarshal([]byte(r.FormValue("payload_json")), &payload)
+		for _, fhs := range r.MultipartForm.File {
+			for _, fh := range fhs {
+				file, _ := fh.Open()
+				data, _ := io.ReadAll(file)
+				f.mu.Lock()
+				f.uploads = append(f.uploads, upload{Content: payload.Content, Filename: fh.Filename, Data: data})
+				f.mu.Unlock()
+			}
+		}
+		fmt.Fprint(w, `{"id":"m-digest","channel_id":"digest"}`)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("unexpected call to Discord: %s %s", r.Method, r.URL.Path)
@@ -666,4 +691,18 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func TestPostFile(t *testing.T) {
+	f := newFixture(t, nil)
+	png := []byte("\x89PNG fake chart")
+	if err := f.app.PostFile(context.Background(), "digest", "Weekly digest: 40 % utilisation", "digest.png", png); err != nil {
+		t.Fatal(err)
+	}
+	f.discord.mu.Lock()
+	defer f.discord.mu.Unlock()
+	if len(f.discord.uploads) != 1 || f.discord.uploads[0].Content != "Weekly digest: 40 % utilisation" ||
+		f.discord.uploads[0].Filename != "digest.png" || string(f.discord.uploads[0].Data) != string(png) {
+		t.Errorf("uploads %+v", f.discord.uploads)
+	}
 }

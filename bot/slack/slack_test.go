@@ -46,6 +46,8 @@ type fakeSlack struct {
 	posted    []string                    // chat.postMessage bodies
 	history   map[string][]map[string]any // channel → messages, as conversations.history gives them
 	limited   int                         // how many posts to refuse with 429 Retry-After: 7
+	uploaded  []byte                      // the file sent to the upload URL
+	completed url.Values                  // files.completeUploadExternal's form
 	replies   chan map[string]any
 }
 
@@ -113,6 +115,30 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 			f.history[r.Form.Get("channel")] = append(f.history[r.Form.Get("channel")], map[string]any{
 				"type": "message", "ts": ts, "text": r.Form.Get("text"), "metadata": meta})
 			fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":%q}`, r.Form.Get("channel"), ts)
+		})
+		c.Handle("/files.getUploadURLExternal", func(w http.ResponseWriter, r *http.Request) {
+			// The upload URL must be on the API's host, or slack-go refuses to send the token there.
+			fmt.Fprintf(w, `{"ok":true,"upload_url":"http://%s/upload/F1","file_id":"F1"}`, r.Host)
+		})
+		c.Handle("/upload/F1", func(w http.ResponseWriter, r *http.Request) {
+			if err := r.ParseMultipartForm(1 << 20); err != nil {
+				t.Errorf("the upload is not multipart: %v", err)
+			}
+			for _, fhs := range r.MultipartForm.File {
+				file, _ := fhs[0].Open()
+				data, _ := io.ReadAll(file)
+				f.mu.Lock()
+				f.uploaded = data
+				f.mu.Unlock()
+			}
+			w.WriteHeader(http.StatusOK)
+		})
+		c.Handle("/files.completeUploadExternal", func(w http.ResponseWriter, r *http.Request) {
+			r.ParseForm()
+			f.mu.Lock()
+			f.completed = r.Form
+			f.mu.Unlock()
+			fmt.Fprint(w, `{"ok":true,"files":[{"id":"F1","title":"digest.png"}]}`)
 		})
 		c.Handle("/conversations.history", func(w http.ResponseWriter, r *http.Request) {
 			r.ParseForm()
@@ -593,5 +619,21 @@ func TestNotify(t *testing.T) {
 	}
 	if _, err := f.app.Notify(ctx, "nobody", n); !slack.Permanent(err) {
 		t.Errorf("someone never seen in Slack: %v; want a permanent error", err)
+	}
+}
+
+// TestPostFile: the digest's chart goes up in Slack's three steps and is
+// shared to the channel with the summary as its comment.
+func TestPostFile(t *testing.T) {
+	f := newFixture(t)
+	png := []byte("\x89PNG fake chart")
+	if err := f.app.PostFile(context.Background(), "C42", "Weekly digest: 40 % utilisation", "digest.png", png); err != nil {
+		t.Fatal(err)
+	}
+	f.slack.mu.Lock()
+	defer f.slack.mu.Unlock()
+	if string(f.slack.uploaded) != string(png) || f.slack.completed.Get("channel_id") != "C42" ||
+		f.slack.completed.Get("initial_comment") != "Weekly digest: 40 % utilisation" {
+		t.Errorf("uploaded %q, completed %v", f.slack.uploaded, f.slack.completed)
 	}
 }

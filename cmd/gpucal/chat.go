@@ -36,6 +36,11 @@ type chatConfig struct {
 	discordAdmins   string // Discord user IDs, comma-separated
 	discordFallback string // channel ID for people who refuse DMs
 	discordAPI      string // the REST API's base URL; "" for Discord's own
+
+	digestTo   string // "slack:C0123,discord:9876"
+	digestAt   string // "mon 09:00", in the chat zone
+	digestLang string
+	digestFont string
 }
 
 func (c *chatConfig) flags(fs *flag.FlagSet, e *env) {
@@ -55,6 +60,10 @@ func (c *chatConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.discordHow, "discord-mode", envOr(e, "GPUCAL_DISCORD_MODE", "gateway"), "gateway (no public URL needed) or http (Discord posts to /discord/interactions) (GPUCAL_DISCORD_MODE)")
 	fs.StringVar(&c.discordAdmins, "discord-admins", e.getenv("GPUCAL_DISCORD_ADMINS"), "Discord user IDs of gpucal admins, comma-separated (GPUCAL_DISCORD_ADMINS)")
 	fs.StringVar(&c.discordFallback, "discord-fallback-channel", e.getenv("GPUCAL_DISCORD_FALLBACK_CHANNEL"), "Discord channel ID for messages to people who do not accept direct messages (GPUCAL_DISCORD_FALLBACK_CHANNEL)")
+	fs.StringVar(&c.digestTo, "digest-to", e.getenv("GPUCAL_DIGEST_TO"), "post the weekly digest to these channels: slack:CHANNEL_ID,discord:CHANNEL_ID (GPUCAL_DIGEST_TO)")
+	fs.StringVar(&c.digestAt, "digest-at", envOr(e, "GPUCAL_DIGEST_AT", "mon 09:00"), "when the weekly digest is posted, in --chat-zone (GPUCAL_DIGEST_AT)")
+	fs.StringVar(&c.digestLang, "digest-lang", envOr(e, "GPUCAL_DIGEST_LANG", "en"), "the digest's language: en or zh (GPUCAL_DIGEST_LANG)")
+	fs.StringVar(&c.digestFont, "digest-font", e.getenv("GPUCAL_DIGEST_FONT"), "a TTF/OTF font for the chart's labels, for Chinese names (GPUCAL_DIGEST_FONT)")
 	fs.StringVar(&c.discordAPI, "discord-api-url", e.getenv("GPUCAL_DISCORD_API_URL"), "Discord REST API base URL, for a proxy or a test fake (default https://discord.com/api/v9/) (GPUCAL_DISCORD_API_URL)")
 }
 
@@ -87,6 +96,9 @@ type chat struct {
 // setupChat builds the chat adapters the configuration asks for.
 func setupChat(c chatConfig, svc *core.Service, log *slog.Logger, onChange func()) (chat, error) {
 	if c.slackBot == "" && c.discordToken == "" {
+		if c.digestTo != "" {
+			return chat{}, usagef("--digest-to needs the Slack or Discord app: set GPUCAL_SLACK_BOT_TOKEN or GPUCAL_DISCORD_TOKEN")
+		}
 		return chat{}, nil
 	}
 	zone, err := time.LoadLocation(c.zone)
@@ -105,6 +117,9 @@ func setupChat(c chatConfig, svc *core.Service, log *slog.Logger, onChange func(
 			return chat{}, err
 		}
 	}
+	if err := setupDigest(&out, c, svc, log); err != nil {
+		return chat{}, err
+	}
 	return out, nil
 }
 
@@ -115,6 +130,48 @@ func chatZone(c chatConfig) *time.Location {
 		return loc
 	}
 	return time.UTC
+}
+
+// setupDigest schedules the weekly digest when --digest-to names channels.
+func setupDigest(out *chat, c chatConfig, svc *core.Service, log *slog.Logger) error {
+	if c.digestTo == "" {
+		return nil
+	}
+	targets, err := parseDigestTargets(c.digestTo)
+	if err != nil {
+		return usagef("--digest-to: %v", err)
+	}
+	at, err := parseWeekTime(c.digestAt)
+	if err != nil {
+		return usagef("--digest-at: %v", err)
+	}
+	if c.digestLang != "en" && c.digestLang != "zh" {
+		return usagef("--digest-lang %q: use en or zh", c.digestLang)
+	}
+	posters := map[string]filePoster{}
+	if out.slack != nil {
+		posters["slack"] = out.slack
+	}
+	if out.discord != nil {
+		posters["discord"] = out.discord
+	}
+	for _, t := range targets {
+		if posters[t.platform] == nil {
+			return usagef("--digest-to names %s:%s, but the %s app is off", t.platform, t.channel, t.platform)
+		}
+	}
+	jobs, err := newCalendarJobs(chatZone(c))
+	if err != nil {
+		return err
+	}
+	job := digestJob{svc: svc, targets: targets, posters: posters, lang: c.digestLang, font: c.digestFont, log: log.With("component", "digest")}
+	next, err := jobs.Weekly("weekly-digest", at, job.run)
+	if err != nil {
+		return err
+	}
+	out.parts = append(out.parts, jobs.Run)
+	log.Info("the weekly digest is scheduled", "at", at.String(), "zone", chatZone(c).String(), "next", next.UTC().Format(time.RFC3339))
+	return nil
 }
 
 // commaSeparated splits a comma-separated setting.

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image/png"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpucal/gpucal/core/coretest"
+)
+
+func TestParseWeekTime(t *testing.T) {
+	for in, want := range map[string]string{"mon 09:00": "mon 09:00", "Monday 9:30": "mon 09:30", "fri 17:05": "fri 17:05", " sun 0:00 ": "sun 00:00"} {
+		got, err := parseWeekTime(in)
+		if err != nil || got.String() != want {
+			t.Errorf("parseWeekTime(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "mon", "monx 09:00", "mo 09:00", "mon 9", "mon 24:00", "mon 09:60", "mon 09:5", "mon -1:00", "tuesday9:00", "mon 009:00"} {
+		if _, err := parseWeekTime(bad); err == nil {
+			t.Errorf("parseWeekTime(%q) accepted it", bad)
+		}
+	}
+}
+
+func FuzzParseWeekTime(f *testing.F) {
+	for _, s := range []string{"mon 09:00", "Friday 17:30", "sun 0:00", "x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := parseWeekTime(s)
+		if err != nil {
+			return
+		}
+		if w.hour < 0 || w.hour > 23 || w.minute < 0 || w.minute > 59 || w.day < time.Sunday || w.day > time.Saturday {
+			t.Fatalf("parseWeekTime(%q) = %+v", s, w)
+		}
+		if again, err := parseWeekTime(w.String()); err != nil || again != w {
+			t.Fatalf("%q read back as %+v, %v", w.String(), again, err)
+		}
+	})
+}
+
+func TestParseDigestTargets(t *testing.T) {
+	got, err := parseDigestTargets("slack:C0123, discord:9876")
+	if err != nil || len(got) != 2 || got[0] != (digestTarget{"slack", "C0123"}) || got[1] != (digestTarget{"discord", "9876"}) {
+		t.Errorf("parseDigestTargets = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"C0123", "teams:C1", "slack:"} {
+		if _, err := parseDigestTargets(bad); err == nil {
+			t.Errorf("parseDigestTargets(%q) accepted it", bad)
+		}
+	}
+}
+
+type recordingPoster struct {
+	channels, texts []string
+	files           [][]byte
+	fail            bool
+}
+
+func (p *recordingPoster) PostFile(ctx context.Context, channel, text, filename string, data []byte) error {
+	if p.fail {
+		return errors.New("channel_not_found")
+	}
+	p.channels, p.texts, p.files = append(p.channels, channel), append(p.texts, text), append(p.files, data)
+	return nil
+}
+
+// TestDigestJob: the weekly task posts the summary and a real PNG to every
+// target, and says which ones it could not reach.
+func TestDigestJob(t *testing.T) {
+	e := coretest.NewEnv()
+	e.AddNodes(t, coretest.Node("node-1").GPUs(8, "NVIDIA A100-SXM4-80GB").Build())
+	slack, discord := &recordingPoster{}, &recordingPoster{}
+	job := digestJob{svc: e.Service, lang: "zh", log: slog.New(slog.DiscardHandler),
+		targets: []digestTarget{{"slack", "C1"}, {"discord", "D1"}}, posters: map[string]filePoster{"slack": slack, "discord": discord}}
+	if err := job.post(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*recordingPoster{slack, discord} {
+		if len(p.files) != 1 || !strings.Contains(p.texts[0], "GPU") {
+			t.Fatalf("posted %d files, texts %q", len(p.files), p.texts)
+		}
+		img, err := png.Decode(bytes.NewReader(p.files[0]))
+		if err != nil || img.Bounds().Dx() != 1200 || img.Bounds().Dy() != 700 {
+			t.Errorf("the chart: %v, %v", img.Bounds(), err)
+		}
+	}
+	discord.fail = true
+	if err := job.post(context.Background()); err == nil || !strings.Contains(err.Error(), "discord:D1") {
+		t.Errorf("a failed target: %v", err)
+	}
+}
+
+// TestCalendarJobs: a weekly job is due at the next such time in the zone,
+// and Run returns when its context ends.
+func TestCalendarJobs(t *testing.T) {
+	shanghai, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Skip(err)
+	}
+	jobs, err := newCalendarJobs(shanghai)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := jobs.Weekly("weekly-digest", weekTime{day: time.Monday, hour: 9}, func(context.Context) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := next.In(shanghai)
+	if local.Weekday() != time.Monday || local.Hour() != 9 || local.Minute() != 0 || !next.After(time.Now()) || next.Sub(time.Now()) > 7*24*time.Hour {
+		t.Errorf("next run %v; want the coming Monday 09:00 in Shanghai", local)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- jobs.Run(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}
