@@ -89,20 +89,36 @@ type nodeIndex struct {
 	pos     []int
 	in      []staircase
 	spare   staircase // scratch for a vertex's next value
-	// kept holds an earlier plan's per-GPU staircases, whose memory the
-	// staircases of this plan reuse (see timelines.reset).
-	kept [2][]staircase
+	// kept, keptBundles and keptTrees hold an earlier plan's per-GPU
+	// staircases, node staircases and trees, whose memory this plan's
+	// reuse (see timelines.reset): rebuilding them in fresh memory was a
+	// tenth of a replay's time, most of it in growing slices.
+	kept        [2][]staircase
+	keptBundles map[bundleKey]*bundle
+	keptTrees   map[treeKey]*stairTree
 }
 
-// keptStairs returns the per-GPU staircases of ix, or those it kept, for
-// the next plan to reuse as memory.
-func keptStairs(ix nodeIndex) [2][]staircase {
-	out := ix.kept
+// next returns an empty index for the next plan that keeps ix's memory.
+func (ix *nodeIndex) next() nodeIndex {
+	out := nodeIndex{pos: ix.pos[:0], in: ix.in[:0], spare: ix.spare[:0], kept: ix.kept,
+		keptBundles: ix.keptBundles, keptTrees: ix.keptTrees}
 	for sem := range ix.stairs {
 		if ix.stairs[sem] != nil {
-			out[sem] = ix.stairs[sem]
+			out.kept[sem] = ix.stairs[sem]
 		}
 	}
+	if out.keptBundles == nil {
+		out.keptBundles, out.keptTrees = map[bundleKey]*bundle{}, map[treeKey]*stairTree{}
+	}
+	for k, b := range ix.bundles {
+		out.keptBundles[k] = b
+	}
+	for k, t := range ix.trees {
+		out.keptTrees[k] = t
+	}
+	clear(ix.bundles)
+	clear(ix.trees)
+	out.bundles, out.trees = ix.bundles, ix.trees
 	return out
 }
 
@@ -127,8 +143,16 @@ func (tl *timelines) nodeStairs(key bundleKey, ni int) ([]staircase, uint64) {
 	}
 	b, ok := ix.bundles[key]
 	if !ok {
-		b = &bundle{usable: make([]uint64, len(tl.nodes)), ver: make([]uint32, len(tl.nodes)), stairs: make([][]staircase, len(tl.nodes))}
+		b = ix.keptBundles[key]
+		if b == nil {
+			b = &bundle{}
+		}
+		delete(ix.keptBundles, key)
+		b.usable = resized(b.usable, len(tl.nodes))
+		b.ver = resized(b.ver, len(tl.nodes))
+		b.stairs = resized(b.stairs, len(tl.nodes))
 		for ni, n := range tl.nodes {
+			b.usable[ni] = 0
 			for i, gi := range n.gpus {
 				if g := &tl.gpus[gi]; g.up && key.model.Matches(g.model) {
 					b.usable[ni] |= 1 << i
@@ -244,7 +268,8 @@ func (tl *timelines) tree(key treeKey) *stairTree {
 	}
 	t, ok := ix.trees[key]
 	if !ok {
-		t = tl.buildTree(key)
+		t = tl.buildTree(key, ix.keptTrees[key])
+		delete(ix.keptTrees, key)
 		ix.trees[key] = t
 		return t
 	}
@@ -264,13 +289,21 @@ func (tl *timelines) tree(key treeKey) *stairTree {
 	return t
 }
 
-func (tl *timelines) buildTree(key treeKey) *stairTree {
+// buildTree builds the tree for key, in the memory of old when there is
+// one (an earlier plan's tree for the same key).
+func (tl *timelines) buildTree(key treeKey, old *stairTree) *stairTree {
 	size := 1
 	for size < len(tl.nodes) {
 		size *= 2
 	}
-	t := &stairTree{key: key, size: size, v: make([]staircase, 2*size),
-		leafVer: make([]uint32, len(tl.nodes)), seen: len(tl.changes)}
+	if old == nil {
+		old = &stairTree{}
+	}
+	t := &stairTree{key: key, size: size, v: resized(old.v, 2*size),
+		leafVer: resized(old.leafVer, len(tl.nodes)), seen: len(tl.changes)}
+	for v := size + len(tl.nodes); v < 2*size; v++ {
+		t.v[v] = t.v[v][:0] // leaves past the last node stay empty
+	}
 	for ni := range tl.nodes {
 		tl.leaf(t, ni)
 	}
@@ -433,4 +466,13 @@ func (h *vertexHeap) pop() vertexAt {
 	}
 	*h = a
 	return top
+}
+
+// resized returns s with length n, reusing its memory when it is large
+// enough; the elements' values are left for the caller to overwrite.
+func resized[S ~[]E, E any](s S, n int) S {
+	if cap(s) < n {
+		return append(s[:cap(s)], make(S, n-cap(s))...)
+	}
+	return s[:n]
 }

@@ -136,7 +136,7 @@ func (tl *timelines) reset(now int64, nodes []Node) {
 	gpus := tl.gpus[:0]
 	clear(tl.byID)
 	tl.now, tl.changes = now, tl.changes[:0]
-	tl.index = nodeIndex{pos: tl.index.pos[:0], in: tl.index.in[:0], spare: tl.index.spare[:0], kept: keptStairs(tl.index)}
+	tl.index = tl.index.next()
 
 	type nameMem struct {
 		name string
@@ -147,12 +147,15 @@ func (tl *timelines) reset(now int64, nodes []Node) {
 	var m Model
 	indexes := make([]int, total) // every node's GPU list, in one allocation
 	if cap(tl.nodes) < len(nodes) {
-		tl.nodes = make([]nodeLine, 0, len(nodes))
+		tl.nodes = slices.Grow(tl.nodes[:0], len(nodes))
 	}
+	oldNodes := tl.nodes[:cap(tl.nodes)]
 	tl.nodes = tl.nodes[:0]
 	for ni, n := range nodes {
 		first := len(gpus)
 		nl := nodeLine{name: n.Name, gpus: indexes[first : first+len(n.GPUs) : first+len(n.GPUs)]}
+		o := &oldNodes[ni] // the bounds' lists keep their memory
+		nl.firstFree, nl.jobTails, nl.allTails = o.firstFree[:0], o.jobTails[:0], o.allTails[:0]
 		for i, g := range n.GPUs {
 			if key := (nameMem{g.Name, g.MemoryMiB}); key != last || len(gpus) == 0 {
 				var ok bool
@@ -457,7 +460,7 @@ func (s seeker) fitAt(tl *timelines, ws []window, t int64, k int) (fit, bool) {
 		}
 		return tl.gpus[a.gpu].index - tl.gpus[b.gpu].index
 	})
-	f := fit{start: t, idle: len(cands) - k, run: s.dur}
+	f := fit{start: t, idle: len(cands) - k, run: s.dur, gpus: make([]int, 0, k)}
 	for _, w := range cands[:k] {
 		f.gpus = append(f.gpus, w.gpu)
 		if s.preemptible {
