@@ -38,6 +38,17 @@ type PlanConfig struct {
 	// the jobs already running, even if that delays another unprotected
 	// job's planned start (EASY backfilling protects one).
 	Protect int
+
+	// NoReasons and NoBands leave out parts of the plan that a caller may
+	// not read, for speed; the rest of the plan is the same either way.
+	// The server leaves both off: people read reasons and bands. A replay
+	// (gpucal sim) reads neither in most plans, and they are a fifth of a
+	// short plan's cost.
+	//
+	// NoReasons leaves Reason empty except for jobs that cannot be planned.
+	NoReasons bool
+	// NoBands skips the P90 stage: StartP90 and EndP90 are the P50 ones.
+	NoBands bool
 }
 
 // DefaultPlanConfig is the planner's configuration unless a site sets another.

@@ -24,7 +24,11 @@ func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	tl := newTimelines(secs(now), s.Nodes)
 	defer tl.release() // the plan keeps nothing of it
 	median := p.place(now, s, tl, queue, running)
-	return p.explain(now, s, queue, running, median, p.pessimistic(now, queue, running, median))
+	var band passResult
+	if !p.Config.NoBands {
+		band = p.pessimistic(now, queue, running, median)
+	}
+	return p.explain(now, s, queue, running, median, band)
 }
 
 // WhatIf plans probe as if it were submitted now, alongside the queue, and

@@ -57,6 +57,9 @@ func newGPUCal(s *simulation) *gpuCal {
 	if cfg == (core.PlanConfig{}) {
 		cfg = core.DefaultPlanConfig
 	}
+	// The replay reads no reasons; it reads bands only where it records a
+	// prediction (see schedule). Leaving them out changes nothing else.
+	cfg.NoReasons = true
 	p := &gpuCal{s: s, planner: core.Planner{Config: cfg},
 		estimates: map[int64]core.Estimate{}, projects: map[string]bool{}, finished: map[string]decayed{},
 		usage: map[string]float64{}, bookView: -1}
@@ -140,7 +143,9 @@ func (p *gpuCal) schedule() error {
 	if len(p.projects) > 1 {
 		snap.Usage = p.usage
 	}
-	plan := p.planner.Plan(at(s.now), snap)
+	planner := p.planner
+	planner.Config.NoBands = !slices.ContainsFunc(p.queue, func(j core.Job) bool { return !s.jobs[j.ID-1].predicted })
+	plan := planner.Plan(at(s.now), snap)
 	if len(plan.Queued) != len(p.queue) {
 		return fmt.Errorf("the plan has %d queued jobs, the snapshot %d", len(plan.Queued), len(p.queue))
 	}
