@@ -154,7 +154,7 @@ func appendDemand(b []byte, j *Job, n int, tl *timelines, gpus []int64) []byte {
 	}
 	first, nodes := -1, 0
 	for _, id := range gpus {
-		ni := tl.gpus[tl.byID[id]].node
+		ni := tl.gpus[tl.mustIndex(id)].node
 		if first < 0 {
 			first, nodes = ni, 1
 		} else if ni != first {
@@ -165,7 +165,7 @@ func appendDemand(b []byte, j *Job, n int, tl *timelines, gpus []int64) []byte {
 	if nodes > 1 {
 		var seen []int
 		for _, id := range gpus {
-			if ni := tl.gpus[tl.byID[id]].node; !slices.Contains(seen, ni) {
+			if ni := tl.gpus[tl.mustIndex(id)].node; !slices.Contains(seen, ni) {
 				seen = append(seen, ni)
 			}
 		}

@@ -42,7 +42,7 @@ func (p Planner) pessimistic(now time.Time, queue, running []queuedJob, med pass
 	settle := func(gpus []int64) {
 		gis = gis[:0]
 		for _, id := range gpus {
-			gis = append(gis, tl.byID[id])
+			gis = append(gis, tl.mustIndex(id))
 		}
 	}
 	for i, rj := range running {

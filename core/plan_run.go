@@ -23,7 +23,11 @@ func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	running := runningJobs(s, est)
 	tl := newTimelines(secs(now), s.Nodes)
 	defer tl.release() // the plan keeps nothing of it
-	median := p.place(now, s, tl, queue, running)
+	return p.finish(now, s, queue, running, p.place(now, s, tl, queue, running))
+}
+
+// finish adds the band to the median placements and explains them.
+func (p Planner) finish(now time.Time, s Snapshot, queue, running []queuedJob, median passResult) Plan {
 	var band passResult
 	if !p.Config.NoBands {
 		band = p.pessimistic(now, queue, running, median)
@@ -96,53 +100,89 @@ func durSecs(d time.Duration) int64 { return max(int64((d+time.Second-1)/time.Se
 
 // place is the planner's second stage: every queued job at its earliest
 // start with median durations, keeping non-preemptible jobs' P90 clear of
-// foreign windows.
+// foreign windows. It lays the base layer on empty timelines first.
 func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running []queuedJob) passResult {
-	n := secs(now)
-	res := passResult{tl: tl}
-	windows := map[int64]Reservation{}
+	base := p.layBase(now, s, tl, running, nil)
+	for ni := range tl.nodes {
+		tl.refresh(ni)
+	}
+	return p.placeQueue(now, tl, base, queue)
+}
 
+// baseLayer is what a plan lays on the timelines before the queue: the
+// holding reservations' windows and the running jobs until their predicted
+// ends.
+type baseLayer struct {
+	windows map[int64]Reservation // the reservations laid, by ID
+	laid    int                   // reservation intervals laid on GPUs
+	running []placement           // per running job, in the order given
+}
+
+// layBase lays the base layer on the GPUs for which only is true (every
+// GPU when only is nil), whose commitment lists must be empty, and returns
+// it with every running job's placement. Other GPUs must hold the same
+// reservations already (a preemptible job's drain reads them).
+func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []queuedJob, only []bool) baseLayer {
+	n := secs(now)
+	base := baseLayer{windows: map[int64]Reservation{}}
+	laying := func(gi int) bool { return only == nil || only[gi] }
 	// 1. Reservations block their GPUs for their windows.
 	for _, r := range s.Reservations {
 		if !r.State.Holds() || !r.End.After(now) {
 			continue
 		}
-		windows[r.ID] = r
+		base.windows[r.ID] = r
 		for _, g := range r.GPUs {
-			if gi, ok := tl.byID[g.ID]; ok {
-				tl.add(gi, interval{start: secs(r.Start), end: secs(r.End), kind: ivReservation, id: r.ID})
-				res.windows++
+			if gi, ok := tl.gpuIndex(g.ID); ok {
+				base.laid++
+				if laying(gi) {
+					tl.add(gi, interval{start: secs(r.Start), end: secs(r.End), kind: ivReservation, id: r.ID})
+				}
 			}
 		}
 	}
 	// 2. Running jobs hold their GPUs until their predicted end; preemptible
 	//    ones only until the first foreign window on their GPUs opens.
-	res.running = make([]placement, 0, len(running))
+	base.running = make([]placement, 0, len(running))
 	var gis []int
+	held := 0
+	for _, rj := range running {
+		held += len(rj.Assigned)
+	}
+	ids := make([]int64, 0, held) // every running job's GPU IDs, in one allocation
 	for _, rj := range running {
 		j, e := rj.Job, rj.est
 		start := secs(j.StartedAt)
 		end := runningEnd(n, start, e, false)
 		gis = gis[:0]
 		for _, g := range j.Assigned {
-			if gi, ok := tl.byID[g.ID]; ok {
+			if gi, ok := tl.gpuIndex(g.ID); ok {
 				gis = append(gis, gi)
 			}
 		}
-		pl := placement{ok: true, start: start, end: end, gpus: make([]int64, 0, len(gis))}
+		from := len(ids)
+		pl := placement{ok: true, start: start, end: end}
 		if j.Preemptible || j.Class == ClassLow {
 			pl.end, pl.drain = p.drainBefore(tl, gis, j, start, end, n)
 		}
 		for _, gi := range gis {
-			tl.add(gi, interval{start: start, end: pl.end, kind: ivJob, id: j.ID, preemptible: j.Preemptible})
-			pl.gpus = append(pl.gpus, tl.gpus[gi].id)
+			if laying(gi) {
+				tl.add(gi, interval{start: start, end: pl.end, kind: ivJob, id: j.ID, preemptible: j.Preemptible})
+			}
+			ids = append(ids, tl.gpus[gi].id)
 		}
-		res.running = append(res.running, pl)
+		pl.gpus = ids[from:len(ids):len(ids)]
+		base.running = append(base.running, pl)
 	}
-	for ni := range tl.nodes {
-		tl.refresh(ni)
-	}
-	// 3. Queued jobs, in order, each at its earliest start (conservative backfill).
+	return base
+}
+
+// placeQueue places the queued jobs, in order, each at its earliest start
+// (conservative backfill), on timelines that hold the base layer.
+func (p Planner) placeQueue(now time.Time, tl *timelines, base baseLayer, queue []queuedJob) passResult {
+	n := secs(now)
+	res := passResult{tl: tl, running: base.running, windows: base.laid}
+	windows := base.windows
 	limit := n + int64(p.horizon()/time.Second)
 	var buf []window
 	caps := capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
@@ -250,8 +290,11 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps cap
 	if sk.preemptible {
 		pl.end, pl.drain = p.drainBefore(tl, best.gpus, j, pl.start, pl.end, now)
 	}
-	pl.blocker, pl.blockerGPU = blockerOf(tl, sk, best.gpus, best.start, now)
+	if !p.Config.NoReasons { // only reasons name the blocker
+		pl.blocker, pl.blockerGPU = blockerOf(tl, sk, best.gpus, best.start, now)
+	}
 	var touched []int
+	tl.placed = append(tl.placed, best.gpus...)
 	for _, gi := range best.gpus {
 		tl.add(gi, interval{start: pl.start, end: pl.end, kind: ivJob, id: j.ID, preemptible: sk.preemptible})
 		pl.gpus = append(pl.gpus, tl.gpus[gi].id)
@@ -699,11 +742,14 @@ func (c capacities) of(tl *timelines, m Model, reservation int64, usable func(*g
 
 // byID returns jobs ordered by ID, copying only when they are not already.
 func byID(jobs []Job) []Job {
-	cmpID := func(a, b Job) int { return cmp.Compare(a.ID, b.ID) }
-	if slices.IsSortedFunc(jobs, cmpID) {
+	sorted := true
+	for i := 1; i < len(jobs) && sorted; i++ { // by index: a Job is large to pass around
+		sorted = jobs[i-1].ID <= jobs[i].ID
+	}
+	if sorted {
 		return jobs
 	}
-	sorted := slices.Clone(jobs)
-	slices.SortFunc(sorted, cmpID)
-	return sorted
+	out := slices.Clone(jobs)
+	slices.SortFunc(out, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }

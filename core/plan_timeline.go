@@ -73,9 +73,15 @@ type timelines struct {
 	now   int64
 	gpus  []gpuLine
 	nodes []nodeLine
-	byID  map[int64]int // GPU ID → index in gpus
+	// GPU ID → index in gpus: through dense (index+1 at ID−denseFrom, 0
+	// for none) when the IDs are close together, as they are in a cluster
+	// numbered from one, else through byID. Use gpuIndex.
+	dense     []int32
+	denseFrom int64
+	byID      map[int64]int
 
 	changes []int // the nodes refreshed, in order: the node trees' change log
+	placed  []int // the GPUs queued jobs were placed on (Replanner restores them)
 	index   nodeIndex
 
 	// Scratch space for searches, reused from job to job.
@@ -135,7 +141,12 @@ func (tl *timelines) reset(now int64, nodes []Node) {
 	}
 	gpus := tl.gpus[:0]
 	clear(tl.byID)
-	tl.now, tl.changes = now, tl.changes[:0]
+	tl.dense = tl.dense[:0]
+	if lo, hi, ok := idRange(nodes); ok && hi-lo < int64(4*total+64) {
+		tl.dense, tl.denseFrom = resized(tl.dense, int(hi-lo+1)), lo
+		clear(tl.dense)
+	}
+	tl.now, tl.changes, tl.placed = now, tl.changes[:0], tl.placed[:0]
 	tl.index = tl.index.next()
 
 	type nameMem struct {
@@ -166,13 +177,52 @@ func (tl *timelines) reset(now int64, nodes []Node) {
 				last = key
 			}
 			gi := len(gpus)
-			tl.byID[g.ID] = gi
+			if len(tl.dense) > 0 {
+				tl.dense[g.ID-tl.denseFrom] = int32(gi + 1)
+			} else {
+				tl.byID[g.ID] = gi
+			}
 			nl.gpus[i] = gi
 			gpus = append(gpus, gpuLine{id: g.ID, index: g.Index, up: g.State == GPUUp, model: m, node: ni, ver: 1, busy: busy(gi)})
 		}
 		tl.nodes = append(tl.nodes, nl)
 	}
 	tl.gpus = gpus
+}
+
+// gpuIndex returns the index in gpus of the GPU with ID id.
+func (tl *timelines) gpuIndex(id int64) (int, bool) {
+	if len(tl.dense) > 0 {
+		if i := id - tl.denseFrom; i >= 0 && i < int64(len(tl.dense)) && tl.dense[i] > 0 {
+			return int(tl.dense[i]) - 1, true
+		}
+		return 0, false
+	}
+	gi, ok := tl.byID[id]
+	return gi, ok
+}
+
+// mustIndex is gpuIndex for a GPU of the timelines (a placement's): 0
+// for an unknown ID, as the map it replaces gave.
+func (tl *timelines) mustIndex(id int64) int {
+	gi, _ := tl.gpuIndex(id)
+	return gi
+}
+
+// idRange returns the smallest and largest GPU ID of nodes.
+func idRange(nodes []Node) (lo, hi int64, ok bool) {
+	for _, n := range nodes {
+		for _, g := range n.GPUs {
+			if !ok || g.ID < lo {
+				lo = g.ID
+			}
+			if !ok || g.ID > hi {
+				hi = g.ID
+			}
+			ok = true
+		}
+	}
+	return lo, hi, ok
 }
 
 // add inserts iv on the GPU at index gi, keeping the list sorted.

@@ -43,7 +43,7 @@ func (s *Service) Replan(ctx context.Context, now time.Time) (ReplanResult, erro
 	if err != nil {
 		return ReplanResult{}, err
 	}
-	plan := s.planner.Plan(now, snap)
+	plan := s.replanner.Plan(now, snap)
 
 	jobs := make(map[int64]Job, len(snap.Queued)+len(snap.Running))
 	for _, j := range slices.Concat(snap.Queued, snap.Running) {
