@@ -135,8 +135,8 @@ type bundle struct {
 	stairs [][]staircase // per node, per k-1
 }
 
-// nodeStairs returns node ni's staircases for every k (index k-1).
-func (tl *timelines) nodeStairs(key bundleKey, ni int) ([]staircase, uint64) {
+// bundleOf returns the bundle for key, made on first use in a plan.
+func (tl *timelines) bundleOf(key bundleKey) *bundle {
 	ix := &tl.index
 	if ix.bundles == nil {
 		ix.bundles = map[bundleKey]*bundle{}
@@ -162,11 +162,18 @@ func (tl *timelines) nodeStairs(key bundleKey, ni int) ([]staircase, uint64) {
 		}
 		ix.bundles[key] = b
 	}
+	return b
+}
+
+// nodeStairs returns node ni's staircases in bundle b (of semantics sem)
+// for every k (index k-1).
+func (tl *timelines) nodeStairs(b *bundle, sem semantics, ni int) ([]staircase, uint64) {
+	ix := &tl.index
 	if b.ver[ni] != tl.nodes[ni].ver {
 		ix.in = ix.in[:0]
 		for i, gi := range tl.nodes[ni].gpus {
 			if b.usable[ni]&(1<<i) != 0 {
-				ix.in = append(ix.in, tl.gpuStairsOf(gi, key.sem))
+				ix.in = append(ix.in, tl.gpuStairsOf(gi, sem))
 			}
 		}
 		b.stairs[ni], ix.pos = allKthStairs(ix.in, b.stairs[ni], ix.pos)
@@ -234,6 +241,7 @@ func allKthStairs(in []staircase, out []staircase, pos []int) ([]staircase, []in
 // is vertex size+i.
 type stairTree struct {
 	key     treeKey
+	bundle  *bundle // the node staircases its leaves come from
 	size    int
 	v       []staircase
 	leafVer []uint32 // the node version each leaf reflects
@@ -299,7 +307,7 @@ func (tl *timelines) buildTree(key treeKey, old *stairTree) *stairTree {
 	if old == nil {
 		old = &stairTree{}
 	}
-	t := &stairTree{key: key, size: size, v: resized(old.v, 2*size),
+	t := &stairTree{key: key, bundle: tl.bundleOf(bundleKey{sem: key.sem, model: key.model}), size: size, v: resized(old.v, 2*size),
 		leafVer: resized(old.leafVer, len(tl.nodes)), seen: len(tl.changes)}
 	for v := size + len(tl.nodes); v < 2*size; v++ {
 		t.v[v] = t.v[v][:0] // leaves past the last node stay empty
@@ -316,7 +324,7 @@ func (tl *timelines) buildTree(key treeKey, old *stairTree) *stairTree {
 // leaf recomputes node ni's staircase in t and says whether it changed.
 func (tl *timelines) leaf(t *stairTree, ni int) bool {
 	ix := &tl.index
-	stairs, usable := tl.nodeStairs(bundleKey{sem: t.key.sem, model: t.key.model}, ni)
+	stairs, usable := tl.nodeStairs(t.bundle, t.key.sem, ni)
 	k := t.key.k
 	if k == 0 {
 		k = bits.OnesCount64(usable)
