@@ -53,11 +53,17 @@ func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, 
 			out.Drains = append(out.Drains, *m.drain)
 		}
 	}
-	if len(running) > 0 {
+	if len(running) > 0 && !p.Config.NoRunning {
 		out.Running = make([]PlannedJob, 0, len(running))
 	}
 	for i, j := range running {
 		m, q := med.running[i], bandOf(pes.running, i)
+		if p.Config.NoRunning {
+			if m.drain != nil {
+				out.Drains = append(out.Drains, *m.drain)
+			}
+			continue
+		}
 		pj := PlannedJob{Job: j.ID, GPUs: m.gpus, StartP50: j.StartedAt, StartP90: j.StartedAt,
 			EndP50: at(m.end), EndP90: at(max(q.end, m.end)), Drain: m.drain, Estimate: j.est}
 		if reasons {

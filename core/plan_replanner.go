@@ -30,11 +30,12 @@ import (
 type Replanner struct {
 	Planner Planner
 
-	mu     sync.Mutex
-	tl     *timelines // nil before the first plan
-	layout []Node     // the inventory tl is laid out for
-	now    int64      // the last plan's now
-	base   [][]interval
+	mu      sync.Mutex
+	tl      *timelines // nil before the first plan
+	laidOut bool       // tl is laid out for layout
+	layout  []Node     // the inventory tl is laid out for
+	now     int64      // the last plan's now
+	base    [][]interval
 	// What the base layer was laid from: the reservations laid, in order,
 	// and the running jobs, by ID; GPU IDs are kept in one slice each.
 	windows         []laidWindow
@@ -72,7 +73,10 @@ func (r *Replanner) Plan(now time.Time, s Snapshot) Plan {
 	now = now.UTC().Truncate(time.Second)
 	est := estimator(s)
 	queue := p.order(now, s, est)
-	running := runningJobs(s, est)
+	if r.tl == nil {
+		r.tl = &timelines{byID: map[int64]int{}}
+	}
+	running := runningJobs(s, est, &r.tl.work)
 	base := r.update(now, s, running)
 	median := p.placeQueue(now, r.tl, base, queue)
 	r.dirty = append(r.dirty[:0], r.tl.placed...)
@@ -84,12 +88,10 @@ func (r *Replanner) Plan(now time.Time, s Snapshot) Plan {
 func (r *Replanner) update(now time.Time, s Snapshot, running []queuedJob) baseLayer {
 	n := secs(now)
 	// 1. A new inventory starts everything afresh.
-	fresh := r.tl == nil || !sameLayout(r.layout, s.Nodes)
+	fresh := !r.laidOut || !sameLayout(r.layout, s.Nodes)
 	if fresh {
-		if r.tl == nil {
-			r.tl = &timelines{byID: map[int64]int{}}
-		}
 		r.tl.reset(n, s.Nodes)
+		r.laidOut = true
 		r.layout = cloneLayout(s.Nodes)
 		r.base = resized(r.base, len(r.tl.gpus))
 		r.dirty, r.windows, r.jobs = r.dirty[:0], r.windows[:0], r.jobs[:0]

@@ -20,11 +20,13 @@ func TestReplannerMatchesPlan(t *testing.T) {
 	tests := []struct {
 		name    string
 		protect int
-		arrive  int // up to this many jobs arrive between two plans
+		arrive  int  // up to this many jobs arrive between two plans
+		lean    bool // no reasons, no running jobs, bands in every other plan, as gpucal sim plans
 	}{
-		{"conservative, short queues", 0, 4},
-		{"conservative, long queues", 0, 24}, // the node index takes over from 32 queued jobs
-		{"EASY-like", 1, 12},
+		{"conservative, short queues", 0, 4, false},
+		{"conservative, long queues", 0, 24, false}, // the node index takes over from 32 queued jobs
+		{"EASY-like", 1, 12, false},
+		{"lean", 0, 24, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,12 +35,15 @@ func TestReplannerMatchesPlan(t *testing.T) {
 				h := newHistory(rng, randomSnapshot(rng))
 				planner := Planner{Config: DefaultPlanConfig}
 				planner.Config.Protect = tt.protect
+				planner.Config.NoReasons, planner.Config.NoRunning = tt.lean, tt.lean
 				r := NewReplanner(planner)
 				for step := range 40 {
 					var before string
 					if step%10 == 9 { // printing a snapshot costs more than planning it
 						before = fmt.Sprintf("%#v", h.s)
 					}
+					planner.Config.NoBands = tt.lean && step%2 == 1
+					r.Planner = planner
 					want := planner.Plan(h.now, h.s)
 					got := r.Plan(h.now, h.s)
 					if diff := cmp.Diff(want, got); diff != "" {

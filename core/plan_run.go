@@ -20,9 +20,9 @@ func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	now = now.UTC().Truncate(time.Second)
 	est := estimator(s)
 	queue := p.order(now, s, est)
-	running := runningJobs(s, est)
 	tl := newTimelines(secs(now), s.Nodes)
 	defer tl.release() // the plan keeps nothing of it
+	running := runningJobs(s, est, &tl.work)
 	return p.finish(now, s, queue, running, p.place(now, s, tl, queue, running))
 }
 
@@ -54,9 +54,10 @@ func (p Planner) WhatIf(now time.Time, s Snapshot, probe Job) PlannedJob {
 }
 
 // runningJobs returns the running jobs by ID, with their estimates.
-func runningJobs(s Snapshot, est func(*Job) Estimate) []queuedJob {
+func runningJobs(s Snapshot, est func(*Job) Estimate, w *planWork) []queuedJob {
 	sorted := byID(s.Running)
-	running := make([]queuedJob, len(sorted))
+	w.running = resized(w.running, len(sorted))
+	running := w.running
 	for i := range sorted {
 		running[i] = queuedJob{Job: &sorted[i], est: est(&sorted[i])}
 	}
@@ -143,13 +144,17 @@ func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []que
 	}
 	// 2. Running jobs hold their GPUs until their predicted end; preemptible
 	//    ones only until the first foreign window on their GPUs opens.
-	base.running = make([]placement, 0, len(running))
+	base.running = tl.work.base[:0]
 	var gis []int
 	held := 0
 	for _, rj := range running {
 		held += len(rj.Assigned)
 	}
 	ids := make([]int64, 0, held) // every running job's GPU IDs, in one allocation
+	if p.Config.NoRunning {       // not in the plan: the memory is the next plan's too
+		ids = slices.Grow(tl.work.ids[:0], held)
+		tl.work.ids = ids
+	}
 	for _, rj := range running {
 		j, e := rj.Job, rj.est
 		start := secs(j.StartedAt)
@@ -174,6 +179,7 @@ func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []que
 		pl.gpus = ids[from:len(ids):len(ids)]
 		base.running = append(base.running, pl)
 	}
+	tl.work.base = base.running
 	return base
 }
 
@@ -189,7 +195,9 @@ func (p Planner) placeQueue(now time.Time, tl *timelines, base baseLayer, queue 
 	// The node index costs a pass over the nodes per tree it builds; a
 	// short queue is placed faster by scanning the nodes.
 	indexed := len(queue) >= indexMinQueue
-	res.queued = make([]placement, len(queue))
+	tl.work.queued = resized(tl.work.queued, len(queue))
+	res.queued = tl.work.queued
+	clear(res.queued)
 	protect := len(queue)
 	if p.Config.Protect > 0 {
 		protect = min(p.Config.Protect, len(queue))

@@ -417,16 +417,18 @@ func TestPlansShareOnlyMemory(t *testing.T) {
 	}
 }
 
-// TestLeanPlans: a plan without reasons or bands (PlanConfig.NoReasons,
-// NoBands) is the full plan less those, on random snapshots.
+// TestLeanPlans: a plan without reasons, bands or running jobs
+// (PlanConfig.NoReasons, NoBands, NoRunning) is the full plan less those,
+// on random snapshots.
 func TestLeanPlans(t *testing.T) {
 	tests := []struct {
-		name               string
-		noReasons, noBands bool
+		name                          string
+		noReasons, noBands, noRunning bool
 	}{
-		{"no reasons", true, false},
-		{"no bands", false, true},
-		{"neither", true, true},
+		{"no reasons", true, false, false},
+		{"no bands", false, true, false},
+		{"no running jobs", false, false, true},
+		{"none of them", true, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -435,8 +437,11 @@ func TestLeanPlans(t *testing.T) {
 				full := Planner{Config: DefaultPlanConfig}
 				full.Config.Protect = int(seed % 2)
 				lean := full
-				lean.Config.NoReasons, lean.Config.NoBands = tt.noReasons, tt.noBands
+				lean.Config.NoReasons, lean.Config.NoBands, lean.Config.NoRunning = tt.noReasons, tt.noBands, tt.noRunning
 				want := full.Plan(planNow, s)
+				if tt.noRunning {
+					want.Running = nil
+				}
 				for _, jobs := range [][]PlannedJob{want.Queued, want.Running} {
 					for i := range jobs {
 						pj := &jobs[i]

@@ -84,10 +84,25 @@ type timelines struct {
 	placed  []int // the GPUs queued jobs were placed on (Replanner restores them)
 	index   nodeIndex
 
+	// work is a plan's working memory, kept for the next plan.
+	work planWork
+
 	// Scratch space for searches, reused from job to job.
 	sweep   gangSweep
 	edges   []gangEvent
 	nodeOut []window
+}
+
+// planWork is the memory a plan works in that does not reach the Plan:
+// per running job and per queued job, a few hundred bytes each that a
+// replay would otherwise allocate and collect in every plan.
+type planWork struct {
+	running []queuedJob
+	base    []placement // the running jobs' placements in the base layer
+	queued  []placement // the median placements
+	band    [2][]placement
+	free    []int64
+	ids     []int64 // the running jobs' GPU IDs, when they do not reach the Plan
 }
 
 // timelinesPool keeps the timelines of finished plans for the next one:

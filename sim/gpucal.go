@@ -57,9 +57,10 @@ func newGPUCal(s *simulation) *gpuCal {
 	if cfg == (core.PlanConfig{}) {
 		cfg = core.DefaultPlanConfig
 	}
-	// The replay reads no reasons; it reads bands only where it records a
-	// prediction (see schedule). Leaving them out changes nothing else.
-	cfg.NoReasons = true
+	// The replay reads only the queued jobs' starts, and their bands only
+	// where it records a prediction (see schedule). Leaving the rest out
+	// changes nothing else.
+	cfg.NoReasons, cfg.NoRunning = true, true
 	p := &gpuCal{s: s, planner: core.NewReplanner(core.Planner{Config: cfg}),
 		estimates: map[int64]core.Estimate{}, projects: map[string]bool{}, finished: map[string]decayed{},
 		usage: map[string]float64{}, bookView: -1}
