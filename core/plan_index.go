@@ -244,8 +244,9 @@ type stairTree struct {
 	bundle  *bundle // the node staircases its leaves come from
 	size    int
 	v       []staircase
-	leafVer []uint32 // the node version each leaf reflects
-	seen    int      // how much of the change log the tree has read
+	leafVer []uint32   // the node version each leaf reflects
+	seen    int        // how much of the change log the tree has read
+	heap    vertexHeap // ascending's, kept for the next search
 }
 
 // gpuStairsOf returns GPU gi's staircase, recomputing it if it changed.
@@ -412,7 +413,8 @@ func (t *stairTree) search(d, bound int64, visit func(ni int, lb int64) int64) {
 // ascending visits nodes in the order of their lower bounds for duration
 // d, earliest first (ties by node), until yield returns false.
 func (t *stairTree) ascending(d int64, yield func(ni int, lb int64) bool) {
-	h := vertexHeap{{lb: t.v[1].at(d), v: 1}}
+	h := append(t.heap[:0], vertexAt{lb: t.v[1].at(d), v: 1})
+	defer func() { t.heap = h[:0] }() // the next search reuses the memory
 	for len(h) > 0 {
 		top := h.pop()
 		if top.lb == never {

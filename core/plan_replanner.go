@@ -33,7 +33,7 @@ type Replanner struct {
 	mu      sync.Mutex
 	tl      *timelines // nil before the first plan
 	laidOut bool       // tl is laid out for layout
-	layout  []Node     // the inventory tl is laid out for
+	layout  layout     // the inventory tl is laid out for
 	now     int64      // the last plan's now
 	base    [][]interval
 	// What the base layer was laid from: the reservations laid, in order,
@@ -88,15 +88,20 @@ func (r *Replanner) Plan(now time.Time, s Snapshot) Plan {
 func (r *Replanner) update(now time.Time, s Snapshot, running []queuedJob) baseLayer {
 	n := secs(now)
 	// 1. A new inventory starts everything afresh.
-	fresh := !r.laidOut || !sameLayout(r.layout, s.Nodes)
+	fresh := !r.laidOut || !r.layout.same(s.Nodes)
 	if fresh {
 		r.tl.reset(n, s.Nodes)
 		r.laidOut = true
-		r.layout = cloneLayout(s.Nodes)
+		r.layout.set(s.Nodes)
 		r.base = resized(r.base, len(r.tl.gpus))
 		r.dirty, r.windows, r.jobs = r.dirty[:0], r.windows[:0], r.jobs[:0]
 	}
 	tl := r.tl
+	for key := range tl.caps.counts { // a reservation's GPUs may have changed
+		if key.reservation != 0 {
+			delete(tl.caps.counts, key)
+		}
+	}
 	r.affected = resized(r.affected, len(tl.gpus))
 	r.changed = resized(r.changed, len(tl.gpus))
 	clear(r.affected)
@@ -283,33 +288,58 @@ func (r *Replanner) trimLog() {
 	r.logStart = len(tl.changes)
 }
 
-// sameLayout says whether two inventories give the same timelines: the
-// same nodes in the same order, with the same GPUs in the same states.
-func sameLayout(a, b []Node) bool {
-	if len(a) != len(b) {
+// layout is what timelines take from an inventory: the nodes' names and
+// GPU counts, and per GPU what a gpuLine holds. Kept compact: a Replanner
+// compares it with every snapshot's inventory.
+type layout struct {
+	nodes []layoutNode
+	gpus  []layoutGPU
+}
+
+type layoutNode struct {
+	name string
+	gpus int
+}
+
+type layoutGPU struct {
+	id, memoryMiB int64
+	index         int
+	up            bool
+	name          string
+}
+
+func gpuLayout(g *GPU) layoutGPU {
+	return layoutGPU{id: g.ID, memoryMiB: g.MemoryMiB, index: g.Index, up: g.State == GPUUp, name: g.Name}
+}
+
+// set makes l the layout of nodes.
+func (l *layout) set(nodes []Node) {
+	l.nodes, l.gpus = l.nodes[:0], l.gpus[:0]
+	for i := range nodes {
+		l.nodes = append(l.nodes, layoutNode{name: nodes[i].Name, gpus: len(nodes[i].GPUs)})
+		for k := range nodes[i].GPUs {
+			l.gpus = append(l.gpus, gpuLayout(&nodes[i].GPUs[k]))
+		}
+	}
+}
+
+// same says whether nodes give the timelines laid out for l.
+func (l *layout) same(nodes []Node) bool {
+	if len(nodes) != len(l.nodes) {
 		return false
 	}
-	for i := range a {
-		if a[i].Name != b[i].Name || len(a[i].GPUs) != len(b[i].GPUs) {
+	gi := 0
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Name != l.nodes[i].name || len(n.GPUs) != l.nodes[i].gpus {
 			return false
 		}
-		for k := range a[i].GPUs {
-			g, h := &a[i].GPUs[k], &b[i].GPUs[k]
-			if g.ID != h.ID || g.Index != h.Index || (g.State == GPUUp) != (h.State == GPUUp) ||
-				g.Name != h.Name || g.MemoryMiB != h.MemoryMiB {
+		for k := range n.GPUs {
+			if gpuLayout(&n.GPUs[k]) != l.gpus[gi] {
 				return false
 			}
+			gi++
 		}
 	}
 	return true
-}
-
-// cloneLayout copies an inventory deeply enough that a caller who reuses
-// its slices cannot change the copy.
-func cloneLayout(nodes []Node) []Node {
-	out := slices.Clone(nodes)
-	for i := range out {
-		out[i].GPUs = slices.Clone(out[i].GPUs)
-	}
-	return out
 }

@@ -145,7 +145,10 @@ func (h *history) advance(p Plan, arrive int) {
 	}
 	nodes := s.Nodes
 	if rng.IntN(10) == 0 {
-		nodes = cloneLayout(s.Nodes)
+		nodes = slices.Clone(s.Nodes)
+		for i := range nodes {
+			nodes[i].GPUs = slices.Clone(nodes[i].GPUs)
+		}
 		g := &nodes[rng.IntN(len(nodes))].GPUs[0]
 		g.State = map[GPUState]GPUState{GPUUp: GPUDown, GPUDown: GPUUp}[g.State]
 	}

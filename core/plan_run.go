@@ -191,7 +191,7 @@ func (p Planner) placeQueue(now time.Time, tl *timelines, base baseLayer, queue 
 	windows := base.windows
 	limit := n + int64(p.horizon()/time.Second)
 	var buf []window
-	caps := capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
+	caps := tl.caps
 	// The node index costs a pass over the nodes per tree it builds; a
 	// short queue is placed faster by scanning the nodes.
 	indexed := len(queue) >= indexMinQueue

@@ -86,6 +86,10 @@ type timelines struct {
 
 	// work is a plan's working memory, kept for the next plan.
 	work planWork
+	// caps holds the parsed models and the usable GPUs per node for each
+	// model, which change only with the inventory, and for reservations'
+	// GPUs, which a Replanner forgets at every plan.
+	caps capacities
 
 	// Scratch space for searches, reused from job to job.
 	sweep   gangSweep
@@ -156,6 +160,10 @@ func (tl *timelines) reset(now int64, nodes []Node) {
 	}
 	gpus := tl.gpus[:0]
 	clear(tl.byID)
+	if tl.caps.models == nil {
+		tl.caps = capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
+	}
+	clear(tl.caps.counts)
 	tl.dense = tl.dense[:0]
 	if lo, hi, ok := idRange(nodes); ok && hi-lo < int64(4*total+64) {
 		tl.dense, tl.denseFrom = resized(tl.dense, int(hi-lo+1)), lo
@@ -472,6 +480,17 @@ func (f fit) better(g fit) bool {
 // best finds the earliest start in ws (no later than limit) at which k of
 // the windows' GPUs are all free for the seeker's duration.
 func (s seeker) best(tl *timelines, ws []window, k int, limit int64) (fit, bool) {
+	if k == 1 {
+		// The earliest window's start fits one GPU: no need to sort them.
+		t := int64(never)
+		for _, w := range ws {
+			t = min(t, w.from)
+		}
+		if len(ws) == 0 || t > limit {
+			return fit{}, false
+		}
+		return s.fitAt(tl, ws, t, 1)
+	}
 	slices.SortFunc(ws, func(a, b window) int {
 		switch {
 		case a.from < b.from:
