@@ -96,6 +96,7 @@ type nodeIndex struct {
 	kept        [2][]staircase
 	keptBundles map[bundleKey]*bundle
 	keptTrees   map[treeKey]*stairTree
+	last        *stairTree // the tree tree returned last, one of trees
 }
 
 // next returns an empty index for the next plan that keeps ix's memory.
@@ -275,12 +276,16 @@ func (tl *timelines) tree(key treeKey) *stairTree {
 	if ix.trees == nil {
 		ix.trees = map[treeKey]*stairTree{}
 	}
-	t, ok := ix.trees[key]
-	if !ok {
-		t = tl.buildTree(key, ix.keptTrees[key])
-		delete(ix.keptTrees, key)
-		ix.trees[key] = t
-		return t
+	t := ix.last // most jobs in a row need the same tree; a lookup hashes its model's names
+	if t == nil || t.key != key {
+		var ok bool
+		if t, ok = ix.trees[key]; !ok {
+			t = tl.buildTree(key, ix.keptTrees[key])
+			delete(ix.keptTrees, key)
+			ix.trees[key], ix.last = t, t
+			return t
+		}
+		ix.last = t
 	}
 	for ; t.seen < len(tl.changes); t.seen++ {
 		ni := tl.changes[t.seen]

@@ -102,6 +102,7 @@ func (r *Replanner) update(now time.Time, s Snapshot, running []queuedJob) baseL
 			delete(tl.caps.counts, key)
 		}
 	}
+	tl.caps.last = nil
 	r.affected = resized(r.affected, len(tl.gpus))
 	r.changed = resized(r.changed, len(tl.gpus))
 	clear(r.affected)
@@ -273,6 +274,7 @@ func (r *Replanner) trimLog() {
 	tl := r.tl
 	ix := &tl.index
 	done := len(tl.changes)
+	ix.last = nil
 	for key, t := range ix.trees {
 		if t.seen < r.logStart {
 			ix.keptTrees[key] = t

@@ -191,7 +191,7 @@ func (p Planner) placeQueue(now time.Time, tl *timelines, base baseLayer, queue 
 	windows := base.windows
 	limit := n + int64(p.horizon()/time.Second)
 	var buf []window
-	caps := tl.caps
+	caps := &tl.caps
 	// The node index costs a pass over the nodes per tree it builds; a
 	// short queue is placed faster by scanning the nodes.
 	indexed := len(queue) >= indexMinQueue
@@ -252,7 +252,7 @@ const maxTieChecks = 4
 const indexMinQueue = 32
 
 // placeJob finds the earliest placement for j and commits it to tl.
-func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps capacities, j *Job, dur, clear, now, limit int64, indexed bool, buf *[]window) placement {
+func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps *capacities, j *Job, dur, clear, now, limit int64, indexed bool, buf *[]window) placement {
 	model := caps.model(j.Model)
 	sk := seeker{model: model, preemptible: j.Preemptible || j.Class == ClassLow, dur: dur, clear: clear, one: j.GPUs == 1}
 	from := now
@@ -708,6 +708,10 @@ func blockerOf(tl *timelines, sk seeker, gis []int, start, now int64) (*interval
 type capacities struct {
 	models map[string]Model
 	counts map[capKey]capacity
+	// The last answer of of: most jobs ask for the same (any model, no
+	// reservation), and hashing a model's names is a map lookup's cost.
+	lastKey capKey
+	last    *capacity
 }
 
 type capKey struct {
@@ -720,7 +724,7 @@ type capacity struct {
 	total, largest int
 }
 
-func (c capacities) model(name string) Model {
+func (c *capacities) model(name string) Model {
 	m, ok := c.models[name]
 	if !ok {
 		m, _ = ParseModel(name)
@@ -729,9 +733,13 @@ func (c capacities) model(name string) Model {
 	return m
 }
 
-func (c capacities) of(tl *timelines, m Model, reservation int64, usable func(*gpuLine) bool) capacity {
+func (c *capacities) of(tl *timelines, m Model, reservation int64, usable func(*gpuLine) bool) capacity {
 	key := capKey{m, reservation}
+	if c.last != nil && c.lastKey == key {
+		return *c.last
+	}
 	if got, ok := c.counts[key]; ok {
+		c.lastKey, c.last = key, &got
 		return got
 	}
 	got := capacity{counts: make([]int, len(tl.nodes))}
@@ -745,6 +753,7 @@ func (c capacities) of(tl *timelines, m Model, reservation int64, usable func(*g
 		got.largest = max(got.largest, got.counts[ni])
 	}
 	c.counts[key] = got
+	c.lastKey, c.last = key, &got
 	return got
 }
 

@@ -164,6 +164,7 @@ func (tl *timelines) reset(now int64, nodes []Node) {
 		tl.caps = capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
 	}
 	clear(tl.caps.counts)
+	tl.caps.last = nil
 	tl.dense = tl.dense[:0]
 	if lo, hi, ok := idRange(nodes); ok && hi-lo < int64(4*total+64) {
 		tl.dense, tl.denseFrom = resized(tl.dense, int(hi-lo+1)), lo
