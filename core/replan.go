@@ -31,7 +31,8 @@ type ReplanResult struct {
 // Replan plans the whole queue at now and commits the plan (DESIGN §3):
 //
 //  1. load a Snapshot in one View;
-//  2. Plan it (pure);
+//  2. Plan it (pure: the Replanner keeps what did not change since the
+//     last replan, and plans as Planner.Plan would from scratch);
 //  3. in one Update: start the jobs whose time has come (state starting,
 //     with their GPUs) after checking that nobody took those GPUs since the
 //     View, store every prediction that changed, and write the events of
