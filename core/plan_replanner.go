@@ -125,6 +125,9 @@ func (r *Replanner) update(now time.Time, s Snapshot, running []queuedJob) baseL
 		r.diffJobs(jobs, oldIDs)
 	}
 	r.windows, r.jobs, r.spareJobs = windows, jobs, r.jobs
+	if !ok {
+		r.laidOut = false // a list cut short cannot be compared with: start afresh next time
+	}
 
 	// 3. GPUs the last queue was placed on go back to their base layer;
 	//    affected ones are emptied and laid again.
@@ -151,8 +154,9 @@ func (r *Replanner) update(now time.Time, s Snapshot, running []queuedJob) baseL
 	//    bounds) is the same as from the last plan's now when a job held
 	//    it all the time in between; others are recomputed.
 	if n != r.now {
+		from, to := min(r.now, n), max(r.now, n) // a clock may go back
 		for gi := range tl.gpus {
-			if !r.changed[gi] && !heldThrough(tl.gpus[gi].busy, r.now, n) {
+			if !r.changed[gi] && !heldThrough(tl.gpus[gi].busy, from, to) {
 				r.changed[gi] = true
 			}
 		}

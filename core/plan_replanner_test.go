@@ -13,7 +13,7 @@ import (
 // TestReplannerMatchesPlan replays random histories of a small cluster —
 // jobs arrive, start as planned, end early or late, estimates change,
 // reservations come and go, GPUs fail and return, time moves by nothing,
-// seconds, minutes or hours — and checks that every plan the Replanner
+// seconds, minutes or hours, or back — and checks that every plan the Replanner
 // makes, keeping what it can from the last one, is the one Planner.Plan
 // makes from scratch, and that it leaves the snapshot as it was.
 func TestReplannerMatchesPlan(t *testing.T) {
@@ -154,8 +154,11 @@ func (h *history) advance(p Plan, arrive int) {
 	}
 	h.s = Snapshot{Nodes: nodes, Reservations: reservations, Running: running, Queued: queue, Estimates: estimates,
 		Usage: s.Usage, Shares: s.Shares}
-	// Time moves on: not at all, by seconds, by minutes or by hours.
-	switch rng.IntN(4) {
+	// Time moves on: not at all, by seconds, by minutes or by hours; or a
+	// clock goes back a few minutes.
+	switch rng.IntN(5) {
+	case 4:
+		h.now = h.now.Add(-time.Duration(1+rng.IntN(10)) * time.Minute)
 	case 1:
 		h.now = h.now.Add(time.Duration(1+rng.IntN(59)) * time.Second)
 	case 2:
