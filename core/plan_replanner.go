@@ -181,6 +181,11 @@ func (r *Replanner) update(now time.Time, s Snapshot, running []queuedJob) baseL
 			last = ni
 		}
 	}
+	if fresh { // as Planner.place: every node, those without GPUs too
+		for ni := range tl.nodes {
+			tl.refresh(ni)
+		}
+	}
 	tl.placed = tl.placed[:0]
 	return base
 }
