@@ -38,6 +38,21 @@ type PlanConfig struct {
 	// the jobs already running, even if that delays another unprotected
 	// job's planned start (EASY backfilling protects one).
 	Protect int
+
+	// NoReasons, NoBands and NoRunning leave out parts of the plan that a
+	// caller may not read, for speed; the rest of the plan is the same
+	// either way. The server sets none of them: people read reasons, bands
+	// and running jobs' predicted ends. A replay (gpucal sim) reads only
+	// the queued jobs' starts, and their bands where it records a first
+	// prediction; the rest was a third of its plans' cost.
+	//
+	// NoReasons leaves Reason empty except for jobs that cannot be planned.
+	NoReasons bool
+	// NoBands skips the P90 stage: StartP90 and EndP90 are the P50 ones.
+	NoBands bool
+	// NoRunning leaves Plan.Running empty (running jobs' drain orders are
+	// still in Drains).
+	NoRunning bool
 }
 
 // DefaultPlanConfig is the planner's configuration unless a site sets another.

@@ -77,3 +77,37 @@ func BenchmarkPlan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReplan plans a cluster again after small changes, as the
+// server's replan loop and gpucal sim do: the benchmark's cluster with
+// 300 queued jobs, where between two plans one running job ends and a
+// minute passes. "scratch" plans each snapshot with Planner.Plan,
+// "replanner" with one Replanner.
+func BenchmarkReplan(b *testing.B) {
+	base := benchSnapshot(300)
+	const steps = 64
+	snaps := make([]Snapshot, steps)
+	for i := range snaps {
+		s := base
+		s.Running = base.Running[i+1:] // one more running job has ended
+		snaps[i] = s
+	}
+	planner := Planner{Config: DefaultPlanConfig}
+	b.Run("scratch", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			planner.Plan(planNow.Add(time.Duration(i%steps)*time.Minute), snaps[i%steps])
+			i++
+		}
+	})
+	b.Run("replanner", func(b *testing.B) {
+		b.ReportAllocs()
+		r := NewReplanner(planner)
+		i := 0
+		for b.Loop() {
+			r.Plan(planNow.Add(time.Duration(i%steps)*time.Minute), snaps[i%steps])
+			i++
+		}
+	})
+}

@@ -7,26 +7,28 @@ import (
 	"time"
 )
 
-// explain is the planner's last stage: it turns the two placement passes
-// into the Plan, with bands, drain orders and a reason per waiting job.
+// explain is the planner's last stage: it turns the median placements and
+// the P90 band into the Plan, with drain orders and a reason per waiting
+// job. Without a band (PlanConfig.NoBands, pes empty) the P90 times are
+// the P50 ones; without reasons (PlanConfig.NoReasons) only an unplaceable
+// job gets one.
 func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, med, pes passResult) Plan {
-	names := namer{owners: make(map[int64]string, len(s.Running)+len(s.Queued)), running: make(map[int64]bool, len(s.Running)),
-		resOwners: make(map[int64]string, len(s.Reservations))}
-	for _, j := range s.Running {
-		names.owners[j.ID] = j.Owner
-		names.running[j.ID] = true
+	reasons := !p.Config.NoReasons
+	var names namer
+	if reasons {
+		names = newNamer(s)
 	}
-	for _, j := range s.Queued {
-		names.owners[j.ID] = j.Owner
-	}
-	for _, r := range s.Reservations {
-		names.resOwners[r.ID] = r.Owner
+	bandOf := func(ps []placement, i int) placement {
+		if ps == nil {
+			return placement{}
+		}
+		return ps[i]
 	}
 	at := func(t int64) time.Time { return time.Unix(t, 0).UTC() }
 	out := Plan{Now: now, Queued: make([]PlannedJob, 0, len(queue))}
 	n := secs(now)
 	for i, j := range queue {
-		m, q := med.queued[i], pes.queued[i]
+		m, q := med.queued[i], bandOf(pes.queued, i)
 		pj := PlannedJob{Job: j.ID, Position: i + 1, Estimate: j.est}
 		if !m.ok {
 			pj.Reason = "cannot be planned: " + m.why
@@ -43,21 +45,34 @@ func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, 
 			pj.EndP90 = laterTime(d.Deadline, pj.EndP50) // drained by then whatever its speed
 		}
 		pj.StartNow = m.start <= n
-		pj.Reason = names.reason(j.Job, m, med.tl, n)
+		if reasons {
+			pj.Reason = names.reason(j.Job, m, med.tl, n)
+		}
 		out.Queued = append(out.Queued, pj)
 		if m.drain != nil {
 			out.Drains = append(out.Drains, *m.drain)
 		}
 	}
-	if len(running) > 0 {
+	if len(running) > 0 && !p.Config.NoRunning {
 		out.Running = make([]PlannedJob, 0, len(running))
 	}
 	for i, j := range running {
-		m, q := med.running[i], pes.running[i]
+		m, q := med.running[i], bandOf(pes.running, i)
+		if p.Config.NoRunning {
+			if m.drain != nil {
+				out.Drains = append(out.Drains, *m.drain)
+			}
+			continue
+		}
 		pj := PlannedJob{Job: j.ID, GPUs: m.gpus, StartP50: j.StartedAt, StartP90: j.StartedAt,
-			EndP50: at(m.end), EndP90: at(max(q.end, m.end)), Drain: m.drain, Estimate: j.est, Reason: "running"}
+			EndP50: at(m.end), EndP90: at(max(q.end, m.end)), Drain: m.drain, Estimate: j.est}
+		if reasons {
+			pj.Reason = "running"
+		}
 		if m.drain != nil {
-			pj.Reason = "running; will be drained by " + fmtTime(m.drain.Deadline) + " for " + ReservationName(m.drain.Reservation)
+			if reasons {
+				pj.Reason = "running; will be drained by " + fmtTime(m.drain.Deadline) + " for " + ReservationName(m.drain.Reservation)
+			}
 			out.Drains = append(out.Drains, *m.drain)
 		}
 		out.Running = append(out.Running, pj)
@@ -73,6 +88,22 @@ type namer struct {
 	owners    map[int64]string // job → owner
 	running   map[int64]bool
 	resOwners map[int64]string // reservation → owner
+}
+
+func newNamer(s Snapshot) namer {
+	names := namer{owners: make(map[int64]string, len(s.Running)+len(s.Queued)), running: make(map[int64]bool, len(s.Running)),
+		resOwners: make(map[int64]string, len(s.Reservations))}
+	for _, j := range s.Running {
+		names.owners[j.ID] = j.Owner
+		names.running[j.ID] = true
+	}
+	for _, j := range s.Queued {
+		names.owners[j.ID] = j.Owner
+	}
+	for _, r := range s.Reservations {
+		names.resOwners[r.ID] = r.Owner
+	}
+	return names
 }
 
 // reason says, in words a user understands, why a job is not running yet.
@@ -129,7 +160,7 @@ func appendDemand(b []byte, j *Job, n int, tl *timelines, gpus []int64) []byte {
 	}
 	first, nodes := -1, 0
 	for _, id := range gpus {
-		ni := tl.gpus[tl.byID[id]].node
+		ni := tl.gpus[tl.mustIndex(id)].node
 		if first < 0 {
 			first, nodes = ni, 1
 		} else if ni != first {
@@ -140,7 +171,7 @@ func appendDemand(b []byte, j *Job, n int, tl *timelines, gpus []int64) []byte {
 	if nodes > 1 {
 		var seen []int
 		for _, id := range gpus {
-			if ni := tl.gpus[tl.byID[id]].node; !slices.Contains(seen, ni) {
+			if ni := tl.gpus[tl.mustIndex(id)].node; !slices.Contains(seen, ni) {
 				seen = append(seen, ni)
 			}
 		}

@@ -89,20 +89,37 @@ type nodeIndex struct {
 	pos     []int
 	in      []staircase
 	spare   staircase // scratch for a vertex's next value
-	// kept holds an earlier plan's per-GPU staircases, whose memory the
-	// staircases of this plan reuse (see timelines.reset).
-	kept [2][]staircase
+	// kept, keptBundles and keptTrees hold an earlier plan's per-GPU
+	// staircases, node staircases and trees, whose memory this plan's
+	// reuse (see timelines.reset): rebuilding them in fresh memory was a
+	// tenth of a replay's time, most of it in growing slices.
+	kept        [2][]staircase
+	keptBundles map[bundleKey]*bundle
+	keptTrees   map[treeKey]*stairTree
+	last        *stairTree // the tree tree returned last, one of trees
 }
 
-// keptStairs returns the per-GPU staircases of ix, or those it kept, for
-// the next plan to reuse as memory.
-func keptStairs(ix nodeIndex) [2][]staircase {
-	out := ix.kept
+// next returns an empty index for the next plan that keeps ix's memory.
+func (ix *nodeIndex) next() nodeIndex {
+	out := nodeIndex{pos: ix.pos[:0], in: ix.in[:0], spare: ix.spare[:0], kept: ix.kept,
+		keptBundles: ix.keptBundles, keptTrees: ix.keptTrees}
 	for sem := range ix.stairs {
 		if ix.stairs[sem] != nil {
-			out[sem] = ix.stairs[sem]
+			out.kept[sem] = ix.stairs[sem]
 		}
 	}
+	if out.keptBundles == nil {
+		out.keptBundles, out.keptTrees = map[bundleKey]*bundle{}, map[treeKey]*stairTree{}
+	}
+	for k, b := range ix.bundles {
+		out.keptBundles[k] = b
+	}
+	for k, t := range ix.trees {
+		out.keptTrees[k] = t
+	}
+	clear(ix.bundles)
+	clear(ix.trees)
+	out.bundles, out.trees = ix.bundles, ix.trees
 	return out
 }
 
@@ -119,16 +136,24 @@ type bundle struct {
 	stairs [][]staircase // per node, per k-1
 }
 
-// nodeStairs returns node ni's staircases for every k (index k-1).
-func (tl *timelines) nodeStairs(key bundleKey, ni int) ([]staircase, uint64) {
+// bundleOf returns the bundle for key, made on first use in a plan.
+func (tl *timelines) bundleOf(key bundleKey) *bundle {
 	ix := &tl.index
 	if ix.bundles == nil {
 		ix.bundles = map[bundleKey]*bundle{}
 	}
 	b, ok := ix.bundles[key]
 	if !ok {
-		b = &bundle{usable: make([]uint64, len(tl.nodes)), ver: make([]uint32, len(tl.nodes)), stairs: make([][]staircase, len(tl.nodes))}
+		b = ix.keptBundles[key]
+		if b == nil {
+			b = &bundle{}
+		}
+		delete(ix.keptBundles, key)
+		b.usable = resized(b.usable, len(tl.nodes))
+		b.ver = resized(b.ver, len(tl.nodes))
+		b.stairs = resized(b.stairs, len(tl.nodes))
 		for ni, n := range tl.nodes {
+			b.usable[ni] = 0
 			for i, gi := range n.gpus {
 				if g := &tl.gpus[gi]; g.up && key.model.Matches(g.model) {
 					b.usable[ni] |= 1 << i
@@ -138,11 +163,18 @@ func (tl *timelines) nodeStairs(key bundleKey, ni int) ([]staircase, uint64) {
 		}
 		ix.bundles[key] = b
 	}
+	return b
+}
+
+// nodeStairs returns node ni's staircases in bundle b (of semantics sem)
+// for every k (index k-1).
+func (tl *timelines) nodeStairs(b *bundle, sem semantics, ni int) ([]staircase, uint64) {
+	ix := &tl.index
 	if b.ver[ni] != tl.nodes[ni].ver {
 		ix.in = ix.in[:0]
 		for i, gi := range tl.nodes[ni].gpus {
 			if b.usable[ni]&(1<<i) != 0 {
-				ix.in = append(ix.in, tl.gpuStairsOf(gi, key.sem))
+				ix.in = append(ix.in, tl.gpuStairsOf(gi, sem))
 			}
 		}
 		b.stairs[ni], ix.pos = allKthStairs(ix.in, b.stairs[ni], ix.pos)
@@ -210,10 +242,12 @@ func allKthStairs(in []staircase, out []staircase, pos []int) ([]staircase, []in
 // is vertex size+i.
 type stairTree struct {
 	key     treeKey
+	bundle  *bundle // the node staircases its leaves come from
 	size    int
 	v       []staircase
-	leafVer []uint32 // the node version each leaf reflects
-	seen    int      // how much of the change log the tree has read
+	leafVer []uint32   // the node version each leaf reflects
+	seen    int        // how much of the change log the tree has read
+	heap    vertexHeap // ascending's, kept for the next search
 }
 
 // gpuStairsOf returns GPU gi's staircase, recomputing it if it changed.
@@ -242,11 +276,16 @@ func (tl *timelines) tree(key treeKey) *stairTree {
 	if ix.trees == nil {
 		ix.trees = map[treeKey]*stairTree{}
 	}
-	t, ok := ix.trees[key]
-	if !ok {
-		t = tl.buildTree(key)
-		ix.trees[key] = t
-		return t
+	t := ix.last // most jobs in a row need the same tree; a lookup hashes its model's names
+	if t == nil || t.key != key {
+		var ok bool
+		if t, ok = ix.trees[key]; !ok {
+			t = tl.buildTree(key, ix.keptTrees[key])
+			delete(ix.keptTrees, key)
+			ix.trees[key], ix.last = t, t
+			return t
+		}
+		ix.last = t
 	}
 	for ; t.seen < len(tl.changes); t.seen++ {
 		ni := tl.changes[t.seen]
@@ -264,13 +303,21 @@ func (tl *timelines) tree(key treeKey) *stairTree {
 	return t
 }
 
-func (tl *timelines) buildTree(key treeKey) *stairTree {
+// buildTree builds the tree for key, in the memory of old when there is
+// one (an earlier plan's tree for the same key).
+func (tl *timelines) buildTree(key treeKey, old *stairTree) *stairTree {
 	size := 1
 	for size < len(tl.nodes) {
 		size *= 2
 	}
-	t := &stairTree{key: key, size: size, v: make([]staircase, 2*size),
-		leafVer: make([]uint32, len(tl.nodes)), seen: len(tl.changes)}
+	if old == nil {
+		old = &stairTree{}
+	}
+	t := &stairTree{key: key, bundle: tl.bundleOf(bundleKey{sem: key.sem, model: key.model}), size: size, v: resized(old.v, 2*size),
+		leafVer: resized(old.leafVer, len(tl.nodes)), seen: len(tl.changes)}
+	for v := size + len(tl.nodes); v < 2*size; v++ {
+		t.v[v] = t.v[v][:0] // leaves past the last node stay empty
+	}
 	for ni := range tl.nodes {
 		tl.leaf(t, ni)
 	}
@@ -283,7 +330,7 @@ func (tl *timelines) buildTree(key treeKey) *stairTree {
 // leaf recomputes node ni's staircase in t and says whether it changed.
 func (tl *timelines) leaf(t *stairTree, ni int) bool {
 	ix := &tl.index
-	stairs, usable := tl.nodeStairs(bundleKey{sem: t.key.sem, model: t.key.model}, ni)
+	stairs, usable := tl.nodeStairs(t.bundle, t.key.sem, ni)
 	k := t.key.k
 	if k == 0 {
 		k = bits.OnesCount64(usable)
@@ -371,7 +418,8 @@ func (t *stairTree) search(d, bound int64, visit func(ni int, lb int64) int64) {
 // ascending visits nodes in the order of their lower bounds for duration
 // d, earliest first (ties by node), until yield returns false.
 func (t *stairTree) ascending(d int64, yield func(ni int, lb int64) bool) {
-	h := vertexHeap{{lb: t.v[1].at(d), v: 1}}
+	h := append(t.heap[:0], vertexAt{lb: t.v[1].at(d), v: 1})
+	defer func() { t.heap = h[:0] }() // the next search reuses the memory
 	for len(h) > 0 {
 		top := h.pop()
 		if top.lb == never {
@@ -433,4 +481,13 @@ func (h *vertexHeap) pop() vertexAt {
 	}
 	*h = a
 	return top
+}
+
+// resized returns s with length n, reusing its memory when it is large
+// enough; the elements' values are left for the caller to overwrite.
+func resized[S ~[]E, E any](s S, n int) S {
+	if cap(s) < n {
+		return append(s[:cap(s)], make(S, n-cap(s))...)
+	}
+	return s[:n]
 }

@@ -54,13 +54,21 @@ func (p Planner) order(now time.Time, s Snapshot, est func(*Job) Estimate) []que
 		ks[i] = k
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
-		return cmp.Or(
-			cmp.Compare(a.rank, b.rank),
-			cmp.Compare(a.resStart, b.resStart),
-			cmp.Compare(a.score, b.score),
-			cmp.Compare(a.submitted, b.submitted),
-			cmp.Compare(a.id, b.id),
-		)
+		// Compared one key at a time: cmp.Or would compare all five on
+		// every call, and a replay sorts a queue in every plan.
+		if c := cmp.Compare(a.rank, b.rank); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.resStart, b.resStart); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.score, b.score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.submitted, b.submitted); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
 	})
 	out := make([]queuedJob, len(ks))
 	for i, k := range ks {

@@ -20,8 +20,13 @@ import (
 func (p Planner) pessimistic(now time.Time, queue, running []queuedJob, med passResult) passResult {
 	n := secs(now)
 	tl := med.tl
-	free := make([]int64, len(tl.gpus)) // per GPU, when its last settled job ends
-	res := passResult{tl: tl, queued: make([]placement, len(queue)), running: make([]placement, len(running))}
+	w := &tl.work
+	w.free = resized(w.free, len(tl.gpus)) // per GPU, when its last settled job ends
+	free := w.free
+	clear(free)
+	w.band[0], w.band[1] = resized(w.band[0], len(queue)), resized(w.band[1], len(running))
+	res := passResult{tl: tl, queued: w.band[0], running: w.band[1]}
+	clear(res.queued)
 	// Each GPU's reservation windows, all in one allocation (none when
 	// the plan has no reservations: the common case, and a short plan).
 	var windows [][]interval
@@ -42,7 +47,7 @@ func (p Planner) pessimistic(now time.Time, queue, running []queuedJob, med pass
 	settle := func(gpus []int64) {
 		gis = gis[:0]
 		for _, id := range gpus {
-			gis = append(gis, tl.byID[id])
+			gis = append(gis, tl.mustIndex(id))
 		}
 	}
 	for i, rj := range running {

@@ -20,11 +20,19 @@ func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	now = now.UTC().Truncate(time.Second)
 	est := estimator(s)
 	queue := p.order(now, s, est)
-	running := runningJobs(s, est)
 	tl := newTimelines(secs(now), s.Nodes)
 	defer tl.release() // the plan keeps nothing of it
-	median := p.place(now, s, tl, queue, running)
-	return p.explain(now, s, queue, running, median, p.pessimistic(now, queue, running, median))
+	running := runningJobs(s, est, &tl.work)
+	return p.finish(now, s, queue, running, p.place(now, s, tl, queue, running))
+}
+
+// finish adds the band to the median placements and explains them.
+func (p Planner) finish(now time.Time, s Snapshot, queue, running []queuedJob, median passResult) Plan {
+	var band passResult
+	if !p.Config.NoBands {
+		band = p.pessimistic(now, queue, running, median)
+	}
+	return p.explain(now, s, queue, running, median, band)
 }
 
 // WhatIf plans probe as if it were submitted now, alongside the queue, and
@@ -46,9 +54,10 @@ func (p Planner) WhatIf(now time.Time, s Snapshot, probe Job) PlannedJob {
 }
 
 // runningJobs returns the running jobs by ID, with their estimates.
-func runningJobs(s Snapshot, est func(*Job) Estimate) []queuedJob {
+func runningJobs(s Snapshot, est func(*Job) Estimate, w *planWork) []queuedJob {
 	sorted := byID(s.Running)
-	running := make([]queuedJob, len(sorted))
+	w.running = resized(w.running, len(sorted))
+	running := w.running
 	for i := range sorted {
 		running[i] = queuedJob{Job: &sorted[i], est: est(&sorted[i])}
 	}
@@ -92,60 +101,103 @@ func durSecs(d time.Duration) int64 { return max(int64((d+time.Second-1)/time.Se
 
 // place is the planner's second stage: every queued job at its earliest
 // start with median durations, keeping non-preemptible jobs' P90 clear of
-// foreign windows.
+// foreign windows. It lays the base layer on empty timelines first.
 func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running []queuedJob) passResult {
-	n := secs(now)
-	res := passResult{tl: tl}
-	windows := map[int64]Reservation{}
+	base := p.layBase(now, s, tl, running, nil)
+	for ni := range tl.nodes {
+		tl.refresh(ni)
+	}
+	return p.placeQueue(now, tl, base, queue)
+}
 
+// baseLayer is what a plan lays on the timelines before the queue: the
+// holding reservations' windows and the running jobs until their predicted
+// ends.
+type baseLayer struct {
+	windows map[int64]Reservation // the reservations laid, by ID
+	laid    int                   // reservation intervals laid on GPUs
+	running []placement           // per running job, in the order given
+}
+
+// layBase lays the base layer on the GPUs for which only is true (every
+// GPU when only is nil), whose commitment lists must be empty, and returns
+// it with every running job's placement. Other GPUs must hold the same
+// reservations already (a preemptible job's drain reads them).
+func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []queuedJob, only []bool) baseLayer {
+	n := secs(now)
+	base := baseLayer{windows: map[int64]Reservation{}}
+	laying := func(gi int) bool { return only == nil || only[gi] }
 	// 1. Reservations block their GPUs for their windows.
 	for _, r := range s.Reservations {
 		if !r.State.Holds() || !r.End.After(now) {
 			continue
 		}
-		windows[r.ID] = r
+		base.windows[r.ID] = r
 		for _, g := range r.GPUs {
-			if gi, ok := tl.byID[g.ID]; ok {
-				tl.add(gi, interval{start: secs(r.Start), end: secs(r.End), kind: ivReservation, id: r.ID})
-				res.windows++
+			if gi, ok := tl.gpuIndex(g.ID); ok {
+				base.laid++
+				if laying(gi) {
+					tl.add(gi, interval{start: secs(r.Start), end: secs(r.End), kind: ivReservation, id: r.ID})
+				}
 			}
 		}
 	}
 	// 2. Running jobs hold their GPUs until their predicted end; preemptible
 	//    ones only until the first foreign window on their GPUs opens.
-	res.running = make([]placement, 0, len(running))
+	base.running = tl.work.base[:0]
 	var gis []int
+	held := 0
+	for _, rj := range running {
+		held += len(rj.Assigned)
+	}
+	ids := make([]int64, 0, held) // every running job's GPU IDs, in one allocation
+	if p.Config.NoRunning {       // not in the plan: the memory is the next plan's too
+		ids = slices.Grow(tl.work.ids[:0], held)
+		tl.work.ids = ids
+	}
 	for _, rj := range running {
 		j, e := rj.Job, rj.est
 		start := secs(j.StartedAt)
 		end := runningEnd(n, start, e, false)
 		gis = gis[:0]
 		for _, g := range j.Assigned {
-			if gi, ok := tl.byID[g.ID]; ok {
+			if gi, ok := tl.gpuIndex(g.ID); ok {
 				gis = append(gis, gi)
 			}
 		}
-		pl := placement{ok: true, start: start, end: end, gpus: make([]int64, 0, len(gis))}
+		from := len(ids)
+		pl := placement{ok: true, start: start, end: end}
 		if j.Preemptible || j.Class == ClassLow {
 			pl.end, pl.drain = p.drainBefore(tl, gis, j, start, end, n)
 		}
 		for _, gi := range gis {
-			tl.add(gi, interval{start: start, end: pl.end, kind: ivJob, id: j.ID, preemptible: j.Preemptible})
-			pl.gpus = append(pl.gpus, tl.gpus[gi].id)
+			if laying(gi) {
+				tl.add(gi, interval{start: start, end: pl.end, kind: ivJob, id: j.ID, preemptible: j.Preemptible})
+			}
+			ids = append(ids, tl.gpus[gi].id)
 		}
-		res.running = append(res.running, pl)
+		pl.gpus = ids[from:len(ids):len(ids)]
+		base.running = append(base.running, pl)
 	}
-	for ni := range tl.nodes {
-		tl.refresh(ni)
-	}
-	// 3. Queued jobs, in order, each at its earliest start (conservative backfill).
+	tl.work.base = base.running
+	return base
+}
+
+// placeQueue places the queued jobs, in order, each at its earliest start
+// (conservative backfill), on timelines that hold the base layer.
+func (p Planner) placeQueue(now time.Time, tl *timelines, base baseLayer, queue []queuedJob) passResult {
+	n := secs(now)
+	res := passResult{tl: tl, running: base.running, windows: base.laid}
+	windows := base.windows
 	limit := n + int64(p.horizon()/time.Second)
 	var buf []window
-	caps := capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
+	caps := &tl.caps
 	// The node index costs a pass over the nodes per tree it builds; a
 	// short queue is placed faster by scanning the nodes.
 	indexed := len(queue) >= indexMinQueue
-	res.queued = make([]placement, len(queue))
+	tl.work.queued = resized(tl.work.queued, len(queue))
+	res.queued = tl.work.queued
+	clear(res.queued)
 	protect := len(queue)
 	if p.Config.Protect > 0 {
 		protect = min(p.Config.Protect, len(queue))
@@ -200,7 +252,7 @@ const maxTieChecks = 4
 const indexMinQueue = 32
 
 // placeJob finds the earliest placement for j and commits it to tl.
-func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps capacities, j *Job, dur, clear, now, limit int64, indexed bool, buf *[]window) placement {
+func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps *capacities, j *Job, dur, clear, now, limit int64, indexed bool, buf *[]window) placement {
 	model := caps.model(j.Model)
 	sk := seeker{model: model, preemptible: j.Preemptible || j.Class == ClassLow, dur: dur, clear: clear, one: j.GPUs == 1}
 	from := now
@@ -246,8 +298,11 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps cap
 	if sk.preemptible {
 		pl.end, pl.drain = p.drainBefore(tl, best.gpus, j, pl.start, pl.end, now)
 	}
-	pl.blocker, pl.blockerGPU = blockerOf(tl, sk, best.gpus, best.start, now)
+	if !p.Config.NoReasons { // only reasons name the blocker
+		pl.blocker, pl.blockerGPU = blockerOf(tl, sk, best.gpus, best.start, now)
+	}
 	var touched []int
+	tl.placed = append(tl.placed, best.gpus...)
 	for _, gi := range best.gpus {
 		tl.add(gi, interval{start: pl.start, end: pl.end, kind: ivJob, id: j.ID, preemptible: sk.preemptible})
 		pl.gpus = append(pl.gpus, tl.gpus[gi].id)
@@ -344,240 +399,6 @@ func (p Planner) fitOneNodeIndexed(tl *timelines, sk seeker, usable func(*gpuLin
 	return best, found
 }
 
-// fitGangIndexed is fitGang for a job that may use any usable GPU. The
-// node index lists nodes by the earliest instant they could be wholly free
-// for the job; the first ones that hold enough GPUs give an upper bound on
-// its start, and only the nodes whose bound is no later take part in the
-// sweep.
-func (p Planner) fitGangIndexed(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
-	s := seekerOnly{seeker: sk, usable: usable}
-	t := tl.tree(treeKey{sem: sk.semantics(), model: sk.model, k: wholeNodes(counts)})
-	sw := &tl.sweep
-	sw.windows = sw.windows[:0]
-	// Nodes join in the order of their bounds. Once the nodes so far are
-	// free together at an instant no later than the next node's bound, no
-	// later node can make it earlier. The sweep runs when the number of
-	// nodes doubles, so that the nodes taken are at most twice the needed.
-	got, added, check := 0, 0, 1
-	at, found := int64(0), false
-	t.ascending(sk.dur, func(ni int, lb int64) bool {
-		if lb > limit || (found && at <= lb) {
-			return false
-		}
-		if counts[ni] == 0 {
-			return true
-		}
-		sw.add(s.nodeWindows(tl, ni, counts[ni], max(from, lb), limit, buf), ni, counts[ni])
-		got += counts[ni]
-		if added++; got >= k && added >= check {
-			check *= 2
-			at, found = sw.earliest(k, limit)
-		}
-		return true
-	})
-	if at, found = sw.earliest(k, limit); !found {
-		return fit{}, false
-	}
-	return s.gangOn(tl, counts, k, at, sw.freeAt(at), buf)
-}
-
-// gangSweep finds the earliest instant at which enough nodes are wholly
-// free together, from each node's windows of feasible starts.
-type gangSweep struct {
-	windows []nodeWindow
-	events  []gangEvent
-}
-
-type gangEvent struct {
-	at    int64
-	delta int
-}
-
-type nodeWindow struct {
-	window
-	node, gpus int
-}
-
-func (g *gangSweep) add(ws []window, ni, gpus int) {
-	for _, w := range ws {
-		g.windows = append(g.windows, nodeWindow{window: w, node: ni, gpus: gpus})
-	}
-}
-
-// earliest returns the first instant no later than limit at which the
-// windows hold k GPUs.
-func (g *gangSweep) earliest(k int, limit int64) (int64, bool) {
-	events := g.events[:0]
-	for _, w := range g.windows {
-		events = append(events, gangEvent{w.from, w.gpus})
-		if w.to < never {
-			events = append(events, gangEvent{w.to + 1, -w.gpus})
-		}
-	}
-	g.events = events
-	slices.SortFunc(events, func(a, b gangEvent) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
-	free := 0
-	for _, e := range events {
-		if e.at > limit {
-			break
-		}
-		if free += e.delta; e.delta > 0 && free >= k {
-			return e.at, true
-		}
-	}
-	return 0, false
-}
-
-// freeAt returns the nodes wholly free at t, in node order.
-func (g *gangSweep) freeAt(t int64) []int {
-	var out []int
-	for _, w := range g.windows {
-		if w.from <= t && t <= w.to && !slices.Contains(out, w.node) {
-			out = append(out, w.node)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// gangOn takes whole nodes among free, in order, until they hold k GPUs:
-// all GPUs of each but the last, and the best-fitting ones of the last.
-func (s seekerOnly) gangOn(tl *timelines, counts []int, k int, t int64, free []int, buf *[]window) (fit, bool) {
-	var whole []int
-	for _, ni := range free {
-		f, ok := s.earliestOn(tl, ni, counts[ni], t, t, buf)
-		if !ok {
-			continue
-		}
-		whole = append(whole, f.gpus...)
-		if len(whole) >= k {
-			slices.SortFunc(whole, func(a, b int) int {
-				ga, gb := &tl.gpus[a], &tl.gpus[b]
-				return cmp.Or(cmp.Compare(ga.node, gb.node), cmp.Compare(ga.index, gb.index))
-			})
-			return fit{start: t, gpus: whole[:k]}, true
-		}
-	}
-	return fit{}, false
-}
-
-// wholeNodes is the node tree's k for a gang: the nodes' common number of
-// usable GPUs when they share one (the one-node tree for that k serves),
-// else 0 (each node's own).
-func wholeNodes(counts []int) int {
-	c := 0
-	for _, n := range counts {
-		switch {
-		case n == 0:
-		case c == 0:
-			c = n
-		case n != c:
-			return 0
-		}
-	}
-	return c
-}
-
-// fitGang places a job larger than any node on whole nodes that start
-// together: the GPUs of every node but the last, and best-fitting GPUs of
-// the last. Each node's feasible starts (all its usable GPUs free for the
-// duration) form windows; a sweep over all nodes' windows finds the
-// earliest instant at which enough nodes are free together.
-func (p Planner) fitGang(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
-	s := seekerOnly{seeker: sk, usable: usable}
-	type event struct {
-		at    int64
-		delta int
-	}
-	// Nodes wholly free from their tails on give an upper bound: the
-	// earliest instant by which enough of them are free for good.
-	type tailed struct {
-		tail int64
-		n    int
-	}
-	var tails []tailed
-	for ni := range tl.nodes {
-		if counts[ni] > 0 {
-			tl.summarize(ni)
-			tails = append(tails, tailed{max(tl.nodes[ni].tail, from), counts[ni]})
-		}
-	}
-	slices.SortFunc(tails, func(a, b tailed) int { return cmp.Compare(a.tail, b.tail) })
-	bound, got := int64(never), 0
-	for _, t := range tails {
-		if got += t.n; got >= k {
-			bound = t.tail
-			break
-		}
-	}
-	limit = min(limit, bound)
-	var events []event
-	for ni := range tl.nodes {
-		if counts[ni] == 0 || max(tl.lowerBound(ni, counts[ni]), from) > limit {
-			continue
-		}
-		for _, w := range s.nodeWindows(tl, ni, counts[ni], from, limit, buf) {
-			events = append(events, event{w.from, counts[ni]}, event{w.to + 1, -counts[ni]})
-		}
-	}
-	slices.SortFunc(events, func(a, b event) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
-	free := 0
-	for _, e := range events {
-		free += e.delta
-		if e.delta > 0 && free >= k && e.at <= limit {
-			return s.gangAt(tl, counts, k, e.at, buf)
-		}
-	}
-	return fit{}, false
-}
-
-// nodeWindows returns the windows of starts in [from, limit] at which all k
-// usable GPUs of node ni are free for the duration. The result is valid
-// until the next call.
-func (s seekerOnly) nodeWindows(tl *timelines, ni, k int, from, limit int64, buf *[]window) []window {
-	ws := (*buf)[:0]
-	for _, gi := range tl.nodes[ni].gpus {
-		if s.usable(&tl.gpus[gi]) {
-			ws = s.windows(tl, gi, from, limit, ws)
-		}
-	}
-	*buf = ws
-	edges := tl.edges[:0]
-	for _, w := range ws {
-		edges = append(edges, gangEvent{w.from, 1})
-		if w.to < never {
-			edges = append(edges, gangEvent{w.to + 1, -1})
-		}
-	}
-	tl.edges = edges
-	slices.SortFunc(edges, func(a, b gangEvent) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
-	out := tl.nodeOut[:0]
-	count := 0
-	for i, e := range edges {
-		count += e.delta
-		if count == k && e.delta > 0 {
-			end := int64(never)
-			if i+1 < len(edges) {
-				end = edges[i+1].at - 1
-			}
-			out = append(out, window{from: e.at, to: end})
-		}
-	}
-	tl.nodeOut = out
-	return out
-}
-
-// gangAt gathers wholly free nodes at t until they hold k GPUs.
-func (s seekerOnly) gangAt(tl *timelines, counts []int, k int, t int64, buf *[]window) (fit, bool) {
-	var free []int
-	for ni := range tl.nodes {
-		if counts[ni] > 0 && max(tl.lowerBound(ni, counts[ni]), t) <= t {
-			free = append(free, ni)
-		}
-	}
-	return s.gangOn(tl, counts, k, t, free, buf)
-}
-
 // seekerOnly is a seeker restricted to some GPUs (a reserved job's).
 type seekerOnly struct {
 	seeker
@@ -653,6 +474,10 @@ func blockerOf(tl *timelines, sk seeker, gis []int, start, now int64) (*interval
 type capacities struct {
 	models map[string]Model
 	counts map[capKey]capacity
+	// The last answer of of: most jobs ask for the same (any model, no
+	// reservation), and hashing a model's names is a map lookup's cost.
+	lastKey capKey
+	last    *capacity
 }
 
 type capKey struct {
@@ -665,7 +490,7 @@ type capacity struct {
 	total, largest int
 }
 
-func (c capacities) model(name string) Model {
+func (c *capacities) model(name string) Model {
 	m, ok := c.models[name]
 	if !ok {
 		m, _ = ParseModel(name)
@@ -674,9 +499,13 @@ func (c capacities) model(name string) Model {
 	return m
 }
 
-func (c capacities) of(tl *timelines, m Model, reservation int64, usable func(*gpuLine) bool) capacity {
+func (c *capacities) of(tl *timelines, m Model, reservation int64, usable func(*gpuLine) bool) capacity {
 	key := capKey{m, reservation}
+	if c.last != nil && c.lastKey == key {
+		return *c.last
+	}
 	if got, ok := c.counts[key]; ok {
+		c.lastKey, c.last = key, &got
 		return got
 	}
 	got := capacity{counts: make([]int, len(tl.nodes))}
@@ -690,16 +519,20 @@ func (c capacities) of(tl *timelines, m Model, reservation int64, usable func(*g
 		got.largest = max(got.largest, got.counts[ni])
 	}
 	c.counts[key] = got
+	c.lastKey, c.last = key, &got
 	return got
 }
 
 // byID returns jobs ordered by ID, copying only when they are not already.
 func byID(jobs []Job) []Job {
-	cmpID := func(a, b Job) int { return cmp.Compare(a.ID, b.ID) }
-	if slices.IsSortedFunc(jobs, cmpID) {
+	sorted := true
+	for i := 1; i < len(jobs) && sorted; i++ { // by index: a Job is large to pass around
+		sorted = jobs[i-1].ID <= jobs[i].ID
+	}
+	if sorted {
 		return jobs
 	}
-	sorted := slices.Clone(jobs)
-	slices.SortFunc(sorted, cmpID)
-	return sorted
+	out := slices.Clone(jobs)
+	slices.SortFunc(out, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }

@@ -416,3 +416,47 @@ func TestPlansShareOnlyMemory(t *testing.T) {
 		t.Errorf("the same snapshot planned again after others (-first +again):\n%s", diff)
 	}
 }
+
+// TestLeanPlans: a plan without reasons, bands or running jobs
+// (PlanConfig.NoReasons, NoBands, NoRunning) is the full plan less those,
+// on random snapshots.
+func TestLeanPlans(t *testing.T) {
+	tests := []struct {
+		name                          string
+		noReasons, noBands, noRunning bool
+	}{
+		{"no reasons", true, false, false},
+		{"no bands", false, true, false},
+		{"no running jobs", false, false, true},
+		{"none of them", true, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for seed := range uint64(100) {
+				s := randomSnapshot(rand.New(rand.NewPCG(seed, 7)))
+				full := Planner{Config: DefaultPlanConfig}
+				full.Config.Protect = int(seed % 2)
+				lean := full
+				lean.Config.NoReasons, lean.Config.NoBands, lean.Config.NoRunning = tt.noReasons, tt.noBands, tt.noRunning
+				want := full.Plan(planNow, s)
+				if tt.noRunning {
+					want.Running = nil
+				}
+				for _, jobs := range [][]PlannedJob{want.Queued, want.Running} {
+					for i := range jobs {
+						pj := &jobs[i]
+						if tt.noReasons && pj.GPUs != nil {
+							pj.Reason = ""
+						}
+						if tt.noBands {
+							pj.StartP90, pj.EndP90 = pj.StartP50, pj.EndP50
+						}
+					}
+				}
+				if diff := cmp.Diff(want, lean.Plan(planNow, s)); diff != "" {
+					t.Fatalf("seed %d: (-full less reasons or bands +lean):\n%s", seed, diff)
+				}
+			}
+		})
+	}
+}

@@ -73,15 +73,40 @@ type timelines struct {
 	now   int64
 	gpus  []gpuLine
 	nodes []nodeLine
-	byID  map[int64]int // GPU ID → index in gpus
+	// GPU ID → index in gpus: through dense (index+1 at ID−denseFrom, 0
+	// for none) when the IDs are close together, as they are in a cluster
+	// numbered from one, else through byID. Use gpuIndex.
+	dense     []int32
+	denseFrom int64
+	byID      map[int64]int
 
 	changes []int // the nodes refreshed, in order: the node trees' change log
+	placed  []int // the GPUs queued jobs were placed on (Replanner restores them)
 	index   nodeIndex
+
+	// work is a plan's working memory, kept for the next plan.
+	work planWork
+	// caps holds the parsed models and the usable GPUs per node for each
+	// model, which change only with the inventory, and for reservations'
+	// GPUs, which a Replanner forgets at every plan.
+	caps capacities
 
 	// Scratch space for searches, reused from job to job.
 	sweep   gangSweep
 	edges   []gangEvent
 	nodeOut []window
+}
+
+// planWork is the memory a plan works in that does not reach the Plan:
+// per running job and per queued job, a few hundred bytes each that a
+// replay would otherwise allocate and collect in every plan.
+type planWork struct {
+	running []queuedJob
+	base    []placement // the running jobs' placements in the base layer
+	queued  []placement // the median placements
+	band    [2][]placement
+	free    []int64
+	ids     []int64 // the running jobs' GPU IDs, when they do not reach the Plan
 }
 
 // timelinesPool keeps the timelines of finished plans for the next one:
@@ -135,8 +160,18 @@ func (tl *timelines) reset(now int64, nodes []Node) {
 	}
 	gpus := tl.gpus[:0]
 	clear(tl.byID)
-	tl.now, tl.changes = now, tl.changes[:0]
-	tl.index = nodeIndex{pos: tl.index.pos[:0], in: tl.index.in[:0], spare: tl.index.spare[:0], kept: keptStairs(tl.index)}
+	if tl.caps.models == nil {
+		tl.caps = capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
+	}
+	clear(tl.caps.counts)
+	tl.caps.last = nil
+	tl.dense = tl.dense[:0]
+	if lo, hi, ok := idRange(nodes); ok && hi-lo < int64(4*total+64) {
+		tl.dense, tl.denseFrom = resized(tl.dense, int(hi-lo+1)), lo
+		clear(tl.dense)
+	}
+	tl.now, tl.changes, tl.placed = now, tl.changes[:0], tl.placed[:0]
+	tl.index = tl.index.next()
 
 	type nameMem struct {
 		name string
@@ -147,12 +182,15 @@ func (tl *timelines) reset(now int64, nodes []Node) {
 	var m Model
 	indexes := make([]int, total) // every node's GPU list, in one allocation
 	if cap(tl.nodes) < len(nodes) {
-		tl.nodes = make([]nodeLine, 0, len(nodes))
+		tl.nodes = slices.Grow(tl.nodes[:0], len(nodes))
 	}
+	oldNodes := tl.nodes[:cap(tl.nodes)]
 	tl.nodes = tl.nodes[:0]
 	for ni, n := range nodes {
 		first := len(gpus)
 		nl := nodeLine{name: n.Name, gpus: indexes[first : first+len(n.GPUs) : first+len(n.GPUs)]}
+		o := &oldNodes[ni] // the bounds' lists keep their memory
+		nl.firstFree, nl.jobTails, nl.allTails = o.firstFree[:0], o.jobTails[:0], o.allTails[:0]
 		for i, g := range n.GPUs {
 			if key := (nameMem{g.Name, g.MemoryMiB}); key != last || len(gpus) == 0 {
 				var ok bool
@@ -163,13 +201,52 @@ func (tl *timelines) reset(now int64, nodes []Node) {
 				last = key
 			}
 			gi := len(gpus)
-			tl.byID[g.ID] = gi
+			if len(tl.dense) > 0 {
+				tl.dense[g.ID-tl.denseFrom] = int32(gi + 1)
+			} else {
+				tl.byID[g.ID] = gi
+			}
 			nl.gpus[i] = gi
 			gpus = append(gpus, gpuLine{id: g.ID, index: g.Index, up: g.State == GPUUp, model: m, node: ni, ver: 1, busy: busy(gi)})
 		}
 		tl.nodes = append(tl.nodes, nl)
 	}
 	tl.gpus = gpus
+}
+
+// gpuIndex returns the index in gpus of the GPU with ID id.
+func (tl *timelines) gpuIndex(id int64) (int, bool) {
+	if len(tl.dense) > 0 {
+		if i := id - tl.denseFrom; i >= 0 && i < int64(len(tl.dense)) && tl.dense[i] > 0 {
+			return int(tl.dense[i]) - 1, true
+		}
+		return 0, false
+	}
+	gi, ok := tl.byID[id]
+	return gi, ok
+}
+
+// mustIndex is gpuIndex for a GPU of the timelines (a placement's): 0
+// for an unknown ID, as the map it replaces gave.
+func (tl *timelines) mustIndex(id int64) int {
+	gi, _ := tl.gpuIndex(id)
+	return gi
+}
+
+// idRange returns the smallest and largest GPU ID of nodes.
+func idRange(nodes []Node) (lo, hi int64, ok bool) {
+	for _, n := range nodes {
+		for _, g := range n.GPUs {
+			if !ok || g.ID < lo {
+				lo = g.ID
+			}
+			if !ok || g.ID > hi {
+				hi = g.ID
+			}
+			ok = true
+		}
+	}
+	return lo, hi, ok
 }
 
 // add inserts iv on the GPU at index gi, keeping the list sorted.
@@ -404,6 +481,17 @@ func (f fit) better(g fit) bool {
 // best finds the earliest start in ws (no later than limit) at which k of
 // the windows' GPUs are all free for the seeker's duration.
 func (s seeker) best(tl *timelines, ws []window, k int, limit int64) (fit, bool) {
+	if k == 1 {
+		// The earliest window's start fits one GPU: no need to sort them.
+		t := int64(never)
+		for _, w := range ws {
+			t = min(t, w.from)
+		}
+		if len(ws) == 0 || t > limit {
+			return fit{}, false
+		}
+		return s.fitAt(tl, ws, t, 1)
+	}
 	slices.SortFunc(ws, func(a, b window) int {
 		switch {
 		case a.from < b.from:
@@ -457,7 +545,7 @@ func (s seeker) fitAt(tl *timelines, ws []window, t int64, k int) (fit, bool) {
 		}
 		return tl.gpus[a.gpu].index - tl.gpus[b.gpu].index
 	})
-	f := fit{start: t, idle: len(cands) - k, run: s.dur}
+	f := fit{start: t, idle: len(cands) - k, run: s.dur, gpus: make([]int, 0, k)}
 	for _, w := range cands[:k] {
 		f.gpus = append(f.gpus, w.gpu)
 		if s.preemptible {

@@ -31,7 +31,8 @@ type ReplanResult struct {
 // Replan plans the whole queue at now and commits the plan (DESIGN §3):
 //
 //  1. load a Snapshot in one View;
-//  2. Plan it (pure);
+//  2. Plan it (pure: the Replanner keeps what did not change since the
+//     last replan, and plans as Planner.Plan would from scratch);
 //  3. in one Update: start the jobs whose time has come (state starting,
 //     with their GPUs) after checking that nobody took those GPUs since the
 //     View, store every prediction that changed, and write the events of
@@ -43,7 +44,7 @@ func (s *Service) Replan(ctx context.Context, now time.Time) (ReplanResult, erro
 	if err != nil {
 		return ReplanResult{}, err
 	}
-	plan := s.planner.Plan(now, snap)
+	plan := s.replanner.Plan(now, snap)
 
 	jobs := make(map[int64]Job, len(snap.Queued)+len(snap.Running))
 	for _, j := range slices.Concat(snap.Queued, snap.Running) {

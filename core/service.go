@@ -14,6 +14,7 @@ type Service struct {
 	now       func() time.Time
 	estimator Estimator
 	planner   Planner
+	replanner *Replanner // the planner of Replan, which keeps what it can from one replan to the next
 	nodes     NodePolicy
 	alerts    AlertPolicy
 
@@ -53,6 +54,7 @@ func NewService(store Store, opts ...Option) *Service {
 	for _, o := range opts {
 		o(s)
 	}
+	s.replanner = NewReplanner(s.planner)
 	return s
 }
 

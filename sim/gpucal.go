@@ -18,7 +18,7 @@ import (
 // estimates, bookings), so each replan costs little more than the plan.
 type gpuCal struct {
 	s       *simulation
-	planner core.Planner
+	planner *core.Replanner // keeps what did not change from one plan to the next
 	nodes   []core.Node
 	refs    []core.GPURef // per GPU index
 
@@ -57,7 +57,11 @@ func newGPUCal(s *simulation) *gpuCal {
 	if cfg == (core.PlanConfig{}) {
 		cfg = core.DefaultPlanConfig
 	}
-	p := &gpuCal{s: s, planner: core.Planner{Config: cfg},
+	// The replay reads only the queued jobs' starts, and their bands only
+	// where it records a prediction (see schedule). Leaving the rest out
+	// changes nothing else.
+	cfg.NoReasons, cfg.NoRunning = true, true
+	p := &gpuCal{s: s, planner: core.NewReplanner(core.Planner{Config: cfg}),
 		estimates: map[int64]core.Estimate{}, projects: map[string]bool{}, finished: map[string]decayed{},
 		usage: map[string]float64{}, bookView: -1}
 	p.nodes, p.refs = simNodes(s.c.nodes, s.c.gpn)
@@ -140,6 +144,7 @@ func (p *gpuCal) schedule() error {
 	if len(p.projects) > 1 {
 		snap.Usage = p.usage
 	}
+	p.planner.Planner.Config.NoBands = !slices.ContainsFunc(p.queue, func(j core.Job) bool { return !s.jobs[j.ID-1].predicted })
 	plan := p.planner.Plan(at(s.now), snap)
 	if len(plan.Queued) != len(p.queue) {
 		return fmt.Errorf("the plan has %d queued jobs, the snapshot %d", len(plan.Queued), len(p.queue))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"strings"
 
@@ -32,6 +33,7 @@ func runSim(ctx context.Context, e *env, args []string) error {
 	protect := fs.Int("protect", 0, "gpucal: how many jobs at the head of the queue keep their planned starts (0: all, conservative backfill; 1: like EASY)")
 	estimator := fs.String("estimator", sim.EstimatorRequest, "runtime estimator every policy learns with: request (the request scaled by the user's habit) or history (core.History, the server's)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replays (not the trace's loading) to this file, for go tool pprof")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: gpucal sim --trace FILE [--format philly|swf|helios] [--policy P | --compare] [flags]\n\n"+
 			"Replays a job trace on a virtual clock and reports waits, completion times, utilisation and,\n"+
@@ -74,6 +76,13 @@ func runSim(ctx context.Context, e *env, args []string) error {
 			cfg.Nodes = (tr.MaxProcs + cfg.GPUsPerNode - 1) / cfg.GPUsPerNode
 		}
 	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	var results []sim.Result
 	for _, p := range policies {
 		cfg.Policy = p
@@ -94,6 +103,20 @@ func runSim(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "%s: %d jobs replayed on %d nodes × %d GPUs with the %s estimator; %d larger than the cluster dropped, %d unusable records skipped\n\n",
 		*trace, results[0].Jobs, cfg.Nodes, cfg.GPUsPerNode, results[0].Estimator, results[0].Dropped, tr.Skipped)
 	return sim.WriteTable(e.stdout, results)
+}
+
+// startCPUProfile profiles the CPU into path until the returned function
+// is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // loadTrace reads a trace file, through `xz -dc` when its name ends in .xz

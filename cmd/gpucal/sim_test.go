@@ -38,15 +38,20 @@ func TestSimCommand(t *testing.T) {
 	if got := strings.Join(policies, ","); got != "fifo,sjf-oracle,easy,gpucal" {
 		t.Errorf("policies %s", got)
 	}
-	// The History estimator and an EASY-like planner replay the same jobs.
+	// The History estimator and an EASY-like planner replay the same jobs,
+	// and --cpuprofile writes a profile of the replay.
 	out.Reset()
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
 	if code := run(context.Background(), e, []string{"sim", "--trace", trace, "--format", "philly", "--nodes", "1",
-		"--estimator", "history", "--protect", "1", "--json"}); code != 0 {
+		"--estimator", "history", "--protect", "1", "--json", "--cpuprofile", prof}); code != 0 {
 		t.Fatalf("--estimator history --protect 1: exit %d: %s", code, errOut.String())
 	}
 	var one map[string]any
 	if err := json.Unmarshal(out.Bytes(), &one); err != nil || one["estimator"] != "history" || one["jobs"].(float64) != 4 {
 		t.Errorf("--estimator history --protect 1 = %s (%v), want 4 jobs with the history estimator", out.String(), err)
+	}
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Errorf("--cpuprofile %s: %v, want a profile", prof, err)
 	}
 	for _, args := range [][]string{
 		{"sim", "--trace", trace, "--policy", "random"},

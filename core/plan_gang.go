@@ -1,0 +1,244 @@
+package core
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Gangs: a job larger than any node takes whole nodes that start
+// together (the last one may be partial), found by sweeping the nodes'
+// "wholly free" windows.
+
+// fitGangIndexed is fitGang for a job that may use any usable GPU. The
+// node index lists nodes by the earliest instant they could be wholly free
+// for the job; the first ones that hold enough GPUs give an upper bound on
+// its start, and only the nodes whose bound is no later take part in the
+// sweep.
+func (p Planner) fitGangIndexed(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
+	s := seekerOnly{seeker: sk, usable: usable}
+	t := tl.tree(treeKey{sem: sk.semantics(), model: sk.model, k: wholeNodes(counts)})
+	sw := &tl.sweep
+	sw.windows = sw.windows[:0]
+	// Nodes join in the order of their bounds. Once the nodes so far are
+	// free together at an instant no later than the next node's bound, no
+	// later node can make it earlier. The sweep runs when the number of
+	// nodes doubles, so that the nodes taken are at most twice the needed.
+	got, added, check := 0, 0, 1
+	at, found := int64(0), false
+	t.ascending(sk.dur, func(ni int, lb int64) bool {
+		if lb > limit || (found && at <= lb) {
+			return false
+		}
+		if counts[ni] == 0 {
+			return true
+		}
+		sw.add(s.nodeWindows(tl, ni, counts[ni], max(from, lb), limit, buf), ni, counts[ni])
+		got += counts[ni]
+		if added++; got >= k && added >= check {
+			check *= 2
+			at, found = sw.earliest(k, limit)
+		}
+		return true
+	})
+	if at, found = sw.earliest(k, limit); !found {
+		return fit{}, false
+	}
+	return s.gangOn(tl, counts, k, at, sw.freeAt(at), buf)
+}
+
+// gangSweep finds the earliest instant at which enough nodes are wholly
+// free together, from each node's windows of feasible starts.
+type gangSweep struct {
+	windows []nodeWindow
+	events  []gangEvent
+}
+
+type gangEvent struct {
+	at    int64
+	delta int
+}
+
+type nodeWindow struct {
+	window
+	node, gpus int
+}
+
+func (g *gangSweep) add(ws []window, ni, gpus int) {
+	for _, w := range ws {
+		g.windows = append(g.windows, nodeWindow{window: w, node: ni, gpus: gpus})
+	}
+}
+
+// earliest returns the first instant no later than limit at which the
+// windows hold k GPUs.
+func (g *gangSweep) earliest(k int, limit int64) (int64, bool) {
+	events := g.events[:0]
+	for _, w := range g.windows {
+		events = append(events, gangEvent{w.from, w.gpus})
+		if w.to < never {
+			events = append(events, gangEvent{w.to + 1, -w.gpus})
+		}
+	}
+	g.events = events
+	slices.SortFunc(events, func(a, b gangEvent) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	free := 0
+	for _, e := range events {
+		if e.at > limit {
+			break
+		}
+		if free += e.delta; e.delta > 0 && free >= k {
+			return e.at, true
+		}
+	}
+	return 0, false
+}
+
+// freeAt returns the nodes wholly free at t, in node order.
+func (g *gangSweep) freeAt(t int64) []int {
+	var out []int
+	for _, w := range g.windows {
+		if w.from <= t && t <= w.to && !slices.Contains(out, w.node) {
+			out = append(out, w.node)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// gangOn takes whole nodes among free, in order, until they hold k GPUs:
+// all GPUs of each but the last, and the best-fitting ones of the last.
+func (s seekerOnly) gangOn(tl *timelines, counts []int, k int, t int64, free []int, buf *[]window) (fit, bool) {
+	var whole []int
+	for _, ni := range free {
+		f, ok := s.earliestOn(tl, ni, counts[ni], t, t, buf)
+		if !ok {
+			continue
+		}
+		whole = append(whole, f.gpus...)
+		if len(whole) >= k {
+			slices.SortFunc(whole, func(a, b int) int {
+				ga, gb := &tl.gpus[a], &tl.gpus[b]
+				return cmp.Or(cmp.Compare(ga.node, gb.node), cmp.Compare(ga.index, gb.index))
+			})
+			return fit{start: t, gpus: whole[:k]}, true
+		}
+	}
+	return fit{}, false
+}
+
+// wholeNodes is the node tree's k for a gang: the nodes' common number of
+// usable GPUs when they share one (the one-node tree for that k serves),
+// else 0 (each node's own).
+func wholeNodes(counts []int) int {
+	c := 0
+	for _, n := range counts {
+		switch {
+		case n == 0:
+		case c == 0:
+			c = n
+		case n != c:
+			return 0
+		}
+	}
+	return c
+}
+
+// fitGang places a job larger than any node on whole nodes that start
+// together: the GPUs of every node but the last, and best-fitting GPUs of
+// the last. Each node's feasible starts (all its usable GPUs free for the
+// duration) form windows; a sweep over all nodes' windows finds the
+// earliest instant at which enough nodes are free together.
+func (p Planner) fitGang(tl *timelines, sk seeker, usable func(*gpuLine) bool, counts []int, k int, from, limit int64, buf *[]window) (fit, bool) {
+	s := seekerOnly{seeker: sk, usable: usable}
+	type event struct {
+		at    int64
+		delta int
+	}
+	// Nodes wholly free from their tails on give an upper bound: the
+	// earliest instant by which enough of them are free for good.
+	type tailed struct {
+		tail int64
+		n    int
+	}
+	var tails []tailed
+	for ni := range tl.nodes {
+		if counts[ni] > 0 {
+			tl.summarize(ni)
+			tails = append(tails, tailed{max(tl.nodes[ni].tail, from), counts[ni]})
+		}
+	}
+	slices.SortFunc(tails, func(a, b tailed) int { return cmp.Compare(a.tail, b.tail) })
+	bound, got := int64(never), 0
+	for _, t := range tails {
+		if got += t.n; got >= k {
+			bound = t.tail
+			break
+		}
+	}
+	limit = min(limit, bound)
+	var events []event
+	for ni := range tl.nodes {
+		if counts[ni] == 0 || max(tl.lowerBound(ni, counts[ni]), from) > limit {
+			continue
+		}
+		for _, w := range s.nodeWindows(tl, ni, counts[ni], from, limit, buf) {
+			events = append(events, event{w.from, counts[ni]}, event{w.to + 1, -counts[ni]})
+		}
+	}
+	slices.SortFunc(events, func(a, b event) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	free := 0
+	for _, e := range events {
+		free += e.delta
+		if e.delta > 0 && free >= k && e.at <= limit {
+			return s.gangAt(tl, counts, k, e.at, buf)
+		}
+	}
+	return fit{}, false
+}
+
+// nodeWindows returns the windows of starts in [from, limit] at which all k
+// usable GPUs of node ni are free for the duration. The result is valid
+// until the next call.
+func (s seekerOnly) nodeWindows(tl *timelines, ni, k int, from, limit int64, buf *[]window) []window {
+	ws := (*buf)[:0]
+	for _, gi := range tl.nodes[ni].gpus {
+		if s.usable(&tl.gpus[gi]) {
+			ws = s.windows(tl, gi, from, limit, ws)
+		}
+	}
+	*buf = ws
+	edges := tl.edges[:0]
+	for _, w := range ws {
+		edges = append(edges, gangEvent{w.from, 1})
+		if w.to < never {
+			edges = append(edges, gangEvent{w.to + 1, -1})
+		}
+	}
+	tl.edges = edges
+	slices.SortFunc(edges, func(a, b gangEvent) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	out := tl.nodeOut[:0]
+	count := 0
+	for i, e := range edges {
+		count += e.delta
+		if count == k && e.delta > 0 {
+			end := int64(never)
+			if i+1 < len(edges) {
+				end = edges[i+1].at - 1
+			}
+			out = append(out, window{from: e.at, to: end})
+		}
+	}
+	tl.nodeOut = out
+	return out
+}
+
+// gangAt gathers wholly free nodes at t until they hold k GPUs.
+func (s seekerOnly) gangAt(tl *timelines, counts []int, k int, t int64, buf *[]window) (fit, bool) {
+	var free []int
+	for ni := range tl.nodes {
+		if counts[ni] > 0 && max(tl.lowerBound(ni, counts[ni]), t) <= t {
+			free = append(free, ni)
+		}
+	}
+	return s.gangOn(tl, counts, k, t, free, buf)
+}
