@@ -54,10 +54,11 @@ const fanOutBatch = 500
 // FanOut turns the events written since the last call into deliveries: to
 // the event's user, or to every admin for Admins, over each channel in
 // channels the recipient can be reached on (the platforms of their chat
-// identities). It returns how many deliveries it added. An event nobody can
-// be reached for is passed over. Running it twice, or on two replicas,
-// adds nothing twice.
-func (s *Service) FanOut(ctx context.Context, channels []string) (int, error) {
+// identities); and every Admins event once more to each group channel in
+// groups (a team chat's robot), addressed to Admins. It returns how many
+// deliveries it added. An event nobody can be reached for is passed over.
+// Running it twice, or on two replicas, adds nothing twice.
+func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, error) {
 	now := s.Now()
 	added := 0
 	err := s.store.Update(ctx, func(tx Tx) error {
@@ -104,6 +105,12 @@ func (s *Service) FanOut(ctx context.Context, channels []string) (int, error) {
 				}
 				for _, ch := range chans {
 					ds = append(ds, Delivery{Event: e, User: user, Channel: ch, DedupKey: e.DedupKey + "→" + user + "→" + ch,
+						State: DeliveryPending, AvailableAt: now, CreatedAt: now})
+				}
+			}
+			if e.User == Admins {
+				for _, g := range groups {
+					ds = append(ds, Delivery{Event: e, User: Admins, Channel: g, DedupKey: e.DedupKey + "→" + Admins + "→" + g,
 						State: DeliveryPending, AvailableAt: now, CreatedAt: now})
 				}
 			}

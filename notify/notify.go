@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,9 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 // Config is how a Dispatcher sends.
 type Config struct {
 	Channels map[string]Channel // by channel name: "slack", "discord", …
+	// Groups are team chats (robots, webhooks) by name; each gets every
+	// event meant for all admins.
+	Groups map[string]Channel
 	// Every is how often the outbox is looked at when nothing kicks it.
 	Every time.Duration
 	// Lease is how long a claimed delivery is the claimant's; one still
@@ -131,12 +135,18 @@ func DefaultBackoff(n int) time.Duration {
 	return min(30*time.Second<<(n-1), time.Hour)
 }
 
-// Channels lists the channel names the dispatcher can send on.
-func (d *Dispatcher) Channels() []string {
-	out := make([]string, 0, len(d.cfg.Channels))
-	for name := range d.cfg.Channels {
+// Channels lists the channel names the dispatcher can send on, sorted.
+func (d *Dispatcher) Channels() []string { return sortedKeys(d.cfg.Channels) }
+
+// Groups lists the group channels' names, sorted.
+func (d *Dispatcher) Groups() []string { return sortedKeys(d.cfg.Groups) }
+
+func sortedKeys(m map[string]Channel) []string {
+	out := make([]string, 0, len(m))
+	for name := range m {
 		out = append(out, name)
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -168,7 +178,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // Once fans out the new events and sends what is due, and returns how
 // many deliveries it settled (sent, put back or given up).
 func (d *Dispatcher) Once(ctx context.Context) (int, error) {
-	if _, err := d.svc.FanOut(ctx, d.Channels()); err != nil {
+	if _, err := d.svc.FanOut(ctx, d.Channels(), d.Groups()); err != nil {
 		return 0, fmt.Errorf("fanning out events: %w", err)
 	}
 	settled := 0
@@ -194,6 +204,9 @@ func (d *Dispatcher) Once(ctx context.Context) (int, error) {
 // lease then runs out and the delivery is claimed again.
 func (d *Dispatcher) deliver(ctx context.Context, dl core.Delivery) error {
 	ch, ok := d.cfg.Channels[dl.Channel]
+	if !ok {
+		ch, ok = d.cfg.Groups[dl.Channel]
+	}
 	if !ok {
 		return d.failed(ctx, dl, &PermanentError{fmt.Errorf("no %s channel is configured", dl.Channel)})
 	}

@@ -162,6 +162,23 @@ func TestFanOutOncePerChannel(t *testing.T) {
 	}
 }
 
+// TestGroups: a group channel gets each admins' event once, addressed to
+// all admins, and nothing meant for one person.
+func TestGroups(t *testing.T) {
+	f := newFixture(t)
+	ops := &fakeChannel{}
+	d := notify.New(f.env.Service, notify.Config{Channels: map[string]notify.Channel{"slack": f.slack}, Groups: map[string]notify.Channel{"ops-wecom": ops}})
+	f.emit(t, event(core.EventNodeDown, core.Admins, "down:node-1", "node-1 is down"), event(core.EventStarted, "bob", "started:j9", "j9 started"))
+	once(t, d)
+	once(t, d)
+	if got := ops.received(core.Admins); !slices.Equal(got, []string{"node-1 is down"}) {
+		t.Errorf("the group got %q; want the node_down once", got)
+	}
+	if got := f.slack.received("root"); !slices.Equal(got, []string{"node-1 is down"}) {
+		t.Errorf("the admin got %q", got)
+	}
+}
+
 func TestBackoffAndRetryAfter(t *testing.T) {
 	f := newFixture(t)
 	f.slack.fail = func(call int, m notify.Message) error {
