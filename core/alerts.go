@@ -136,7 +136,11 @@ func idleSince(j Job, gpus map[int64]GPU, idleBy time.Time) (time.Time, bool) {
 			since = t
 		}
 	}
-	return since, len(j.Assigned) > 0
+	// A GPU idle before the job started says nothing about the job.
+	if j.StartedAt.After(since) {
+		since = j.StartedAt
+	}
+	return since, len(j.Assigned) > 0 && !since.After(idleBy)
 }
 
 func reminder(r Reservation, now time.Time) Event {

@@ -120,7 +120,15 @@ func TestWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2.Clock.Advance(90 * time.Minute)
+	// GPUs idle since long before the job started: a job that just started
+	// and loads its data is not idle for an hour.
+	setIdle(t, e2, "node-1", e2.Clock.Now().Add(-3*time.Hour), 0, 1)
+	e2.Clock.Advance(10 * time.Minute)
+	if res, _ := e2.Service.Watch(ctx); res.Idle != 0 {
+		t.Error("a job ten minutes old counted as idle for an hour")
+	}
+	e2.Clock.Advance(80 * time.Minute)
+	setIdle(t, e2, "node-1", time.Time{}, 0, 1) // busy again
 	setIdle(t, e2, "node-1", e2.Clock.Now().Add(-61*time.Minute), 0)
 	if res, _ := e2.Service.Watch(ctx); res.Idle != 0 {
 		t.Error("a job with one busy GPU counted as idle")

@@ -274,6 +274,20 @@ func (s *Service) ChatLinks(ctx context.Context, a Actor, user string) ([]ChatUs
 	return cs, err
 }
 
+// ChatKnown reports whether a chat identity is linked to a user already.
+func (s *Service) ChatKnown(ctx context.Context, id ChatIdentity) (bool, error) {
+	var known bool
+	err := s.store.View(ctx, func(tx Tx) error {
+		_, err := tx.ChatUser(ctx, id)
+		if ErrorCode(err) == CodeNotFound {
+			return nil
+		}
+		known = err == nil
+		return err
+	})
+	return known, err
+}
+
 // ChatUsers lists the chat identities linked to user, for direct messages.
 func (s *Service) ChatUsers(ctx context.Context, user string) ([]ChatUser, error) {
 	var cs []ChatUser

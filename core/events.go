@@ -164,7 +164,9 @@ func diffQueued(old, pj PlannedJob, now time.Time, emit emitFunc) {
 		}
 	}
 	if old.Position > 0 && pj.Position > 0 && (pj.Position > old.Position || (pj.Position == 1 && old.Position > 1)) {
-		key := fmt.Sprintf(":%d-%d:%d", old.Position, pj.Position, now.Unix())
+		// One message per job, place and hour: a job that flaps between two
+		// places at every replan is not news every minute.
+		key := fmt.Sprintf(":%d-%d:%d", old.Position, pj.Position, now.Unix()/3600)
 		data := map[string]string{DataPosition: strconv.Itoa(pj.Position), DataWas: strconv.Itoa(old.Position)}
 		if pj.Position == 1 {
 			emit(EventPositionChanged, pj, key, data, "is now first in the queue (was %d)", old.Position)

@@ -45,11 +45,13 @@ type Delivery struct {
 	SentAt       time.Time
 }
 
-// notifyCursor is the setting that holds the ID of the last event fanned out.
-const notifyCursor = "notify.cursor"
-
 // fanOutBatch bounds the events one FanOut handles.
 const fanOutBatch = 500
+
+// MaxEventAge is how old an event may be and still be told: one written
+// while no chat app was configured, or a backlog after an outage, is old
+// news by then and is passed over rather than sent in a flood.
+const MaxEventAge = time.Hour
 
 // FanOut turns the events written since the last call into deliveries: to
 // the event's user, or to every admin for Admins, over each channel in
@@ -63,12 +65,7 @@ func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, e
 	added := 0
 	err := s.store.Update(ctx, func(tx Tx) error {
 		added = 0
-		v, _, err := tx.Setting(ctx, notifyCursor)
-		if err != nil {
-			return err
-		}
-		cursor, _ := strconv.ParseInt(v, 10, 64)
-		events, err := tx.Events(ctx, cursor, fanOutBatch)
+		events, err := tx.EventsToFanOut(ctx, fanOutBatch)
 		if err != nil || len(events) == 0 {
 			return err
 		}
@@ -84,7 +81,12 @@ func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, e
 		}
 		reach := map[string][]string{} // user → channels, looked up once
 		var ds []Delivery
+		ids := make([]int64, 0, len(events))
 		for _, e := range events {
+			ids = append(ids, e.ID)
+			if now.Sub(e.At) > MaxEventAge {
+				continue
+			}
 			to := []string{e.User}
 			if e.User == Admins {
 				to = admins
@@ -114,32 +116,33 @@ func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, e
 						State: DeliveryPending, AvailableAt: now, CreatedAt: now})
 				}
 			}
-			cursor = e.ID
 		}
 		if err := tx.InsertDeliveries(ctx, ds); err != nil {
 			return err
 		}
 		added = len(ds)
-		return tx.PutSetting(ctx, notifyCursor, strconv.FormatInt(cursor, 10))
+		return tx.MarkFannedOut(ctx, ids)
 	})
 	return added, err
 }
 
 // ClaimDeliveries takes up to limit deliveries that are due, pending or
-// left sending by a sender whose lease ran out, and leases them to the
-// caller until now + lease. Each claim counts as an attempt.
-func (s *Service) ClaimDeliveries(ctx context.Context, lease time.Duration, limit int) ([]Delivery, error) {
+// left sending by a sender whose lease ran out, over the given channels,
+// and leases them to the caller until now + lease. Each claim counts as an
+// attempt.
+func (s *Service) ClaimDeliveries(ctx context.Context, channels []string, lease time.Duration, limit int) ([]Delivery, error) {
 	now := s.Now()
 	var out []Delivery
 	err := s.store.Update(ctx, func(tx Tx) error {
 		out = nil
-		ds, err := tx.DueDeliveries(ctx, now, limit)
+		ds, err := tx.DueDeliveries(ctx, now, channels, limit)
 		if err != nil {
 			return err
 		}
 		for _, d := range ds {
+			was := d.Attempts
 			d.State, d.Attempts, d.ClaimedUntil = DeliverySending, d.Attempts+1, now.Add(lease)
-			if err := tx.UpdateDelivery(ctx, d); err != nil {
+			if err := tx.UpdateDelivery(ctx, d, was); err != nil {
 				return err
 			}
 			out = append(out, d)
@@ -149,15 +152,18 @@ func (s *Service) ClaimDeliveries(ctx context.Context, lease time.Duration, limi
 	return out, err
 }
 
-// DeliverySent records that d reached its recipient as message providerID.
+// DeliverySent records that d, as claimed, reached its recipient as
+// message providerID. When another sender claimed d since (its lease ran
+// out), it records nothing and returns a CodeConflict error.
 func (s *Service) DeliverySent(ctx context.Context, d Delivery, providerID string) error {
 	now := s.Now()
 	d.State, d.ProviderID, d.SentAt, d.ClaimedUntil, d.LastError = DeliverySent, providerID, now, time.Time{}, ""
-	return s.store.Update(ctx, func(tx Tx) error { return tx.UpdateDelivery(ctx, d) })
+	return s.store.Update(ctx, func(tx Tx) error { return tx.UpdateDelivery(ctx, d, d.Attempts) })
 }
 
 // DeliveryFailed records a failed attempt: d is due again at retryAt, or,
-// when dead, given up, and the admins get a notification_failed event
+// when dead, given up (CodeConflict when another sender claimed it since),
+// and the admins get a notification_failed event
 // (unless d was itself such an alert: an alert about an alert would loop).
 func (s *Service) DeliveryFailed(ctx context.Context, d Delivery, cause string, retryAt time.Time, dead bool) error {
 	now := s.Now()
@@ -171,7 +177,7 @@ func (s *Service) DeliveryFailed(ctx context.Context, d Delivery, cause string, 
 		d.State = DeliveryDead
 	}
 	return s.store.Update(ctx, func(tx Tx) error {
-		if err := tx.UpdateDelivery(ctx, d); err != nil {
+		if err := tx.UpdateDelivery(ctx, d, d.Attempts); err != nil {
 			return err
 		}
 		if !dead || d.Event.Kind == EventNotificationFailed {
@@ -194,4 +200,23 @@ func clipText(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// ClaimOnce records value under name unless it is there already, and
+// reports whether this call recorded it: a scheduled task (the weekly
+// digest) runs once per period however often it is started. On PostgreSQL
+// two replicas may both claim the same period until leader election makes
+// one of them the only one that schedules.
+func (s *Service) ClaimOnce(ctx context.Context, name, value string) (bool, error) {
+	claimed := false
+	err := s.store.Update(ctx, func(tx Tx) error {
+		v, ok, err := tx.Setting(ctx, name)
+		if err != nil || (ok && v == value) {
+			claimed = false
+			return err
+		}
+		claimed = true
+		return tx.PutSetting(ctx, name, value)
+	})
+	return claimed, err
 }

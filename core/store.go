@@ -134,17 +134,24 @@ type Tx interface {
 	Setting(ctx context.Context, name string) (string, bool, error)
 	PutSetting(ctx context.Context, name, value string) error
 
+	// EventsToFanOut returns up to limit events not yet fanned out, oldest
+	// first; inside Update on PostgreSQL it locks them and skips events
+	// another transaction holds. MarkFannedOut records that they were.
+	EventsToFanOut(ctx context.Context, limit int) ([]Event, error)
+	MarkFannedOut(ctx context.Context, ids []int64) error
 	// InsertDeliveries stores new deliveries (their Event by ID); one whose
 	// DedupKey is already there is skipped.
 	InsertDeliveries(ctx context.Context, ds []Delivery) error
-	// DueDeliveries returns up to limit deliveries, with their events, that
-	// are pending with AvailableAt <= now or sending with ClaimedUntil <=
-	// now, earliest first. Inside Update on PostgreSQL it locks them and
-	// skips rows another transaction holds.
-	DueDeliveries(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
+	// DueDeliveries returns up to limit deliveries over channels, with their
+	// events, that are pending with AvailableAt <= now or sending with
+	// ClaimedUntil <= now, earliest first. Inside Update on PostgreSQL it
+	// locks them and skips rows another transaction holds.
+	DueDeliveries(ctx context.Context, now time.Time, channels []string, limit int) ([]Delivery, error)
 	// UpdateDelivery stores d's State, Attempts, AvailableAt, ClaimedUntil,
-	// LastError, ProviderID and SentAt.
-	UpdateDelivery(ctx context.Context, d Delivery) error
+	// LastError, ProviderID and SentAt, if the stored delivery still has
+	// attempts attempts; otherwise another sender claimed it since, and it
+	// returns a CodeConflict error and stores nothing.
+	UpdateDelivery(ctx context.Context, d Delivery, attempts int) error
 	// Deliveries returns up to limit deliveries with an ID above after, with their events, by ID.
 	Deliveries(ctx context.Context, after int64, limit int) ([]Delivery, error)
 

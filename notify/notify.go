@@ -108,7 +108,8 @@ func New(svc *core.Service, cfg Config) *Dispatcher {
 		cfg.Backoff = DefaultBackoff
 	}
 	if cfg.Batch <= 0 {
-		cfg.Batch = 100
+		// Small enough that a paced batch is sent well inside its lease.
+		cfg.Batch = 20
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -183,7 +184,7 @@ func (d *Dispatcher) Once(ctx context.Context) (int, error) {
 	}
 	settled := 0
 	for {
-		ds, err := d.svc.ClaimDeliveries(ctx, d.cfg.Lease, d.cfg.Batch)
+		ds, err := d.svc.ClaimDeliveries(ctx, append(d.Channels(), d.Groups()...), d.cfg.Lease, d.cfg.Batch)
 		if err != nil {
 			return settled, fmt.Errorf("claiming deliveries: %w", err)
 		}
@@ -213,9 +214,13 @@ func (d *Dispatcher) deliver(ctx context.Context, dl core.Delivery) error {
 	if err := d.pace(ctx, dl.Channel, dl.User); err != nil {
 		return err
 	}
-	id, err := ch.Send(ctx, dl.User, Message{
+	// A send may take a third of the lease: one that hangs must not let
+	// the lease run out under it.
+	sendCtx, cancel := context.WithTimeout(ctx, d.cfg.Lease/3)
+	id, err := ch.Send(sendCtx, dl.User, Message{
 		Key: dl.DedupKey, Kind: dl.Event.Kind, Job: dl.Event.Job, Text: dl.Event.Detail, At: dl.Event.At, Event: dl.Event, Retry: dl.Attempts > 1,
 	})
+	cancel()
 	if ctx.Err() != nil {
 		return ctx.Err() // the outcome is unknown: the lease decides
 	}
@@ -223,7 +228,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl core.Delivery) error {
 		return d.failed(ctx, dl, err)
 	}
 	d.sent.WithLabelValues(dl.Channel, "sent").Inc()
-	if err := d.svc.DeliverySent(ctx, dl, id); err != nil {
+	if err := d.svc.DeliverySent(ctx, dl, id); core.ErrorCode(err) == core.CodeConflict {
+		d.log.Warn("a delivery was claimed by another sender while this one sent it", "delivery", dl.ID)
+	} else if err != nil {
 		return fmt.Errorf("recording delivery %d as sent: %w", dl.ID, err)
 	}
 	return nil
@@ -247,7 +254,9 @@ func (d *Dispatcher) failed(ctx context.Context, dl core.Delivery, err error) er
 		d.log.Warn("a notification failed; trying again", "user", dl.User, "channel", dl.Channel, "in", wait, "err", err)
 	}
 	d.sent.WithLabelValues(dl.Channel, result).Inc()
-	if err := d.svc.DeliveryFailed(ctx, dl, err.Error(), d.svc.Now().Add(wait), dead); err != nil {
+	if err := d.svc.DeliveryFailed(ctx, dl, err.Error(), d.svc.Now().Add(wait), dead); core.ErrorCode(err) == core.CodeConflict {
+		d.log.Warn("a delivery was claimed by another sender while this one tried it", "delivery", dl.ID)
+	} else if err != nil {
 		return fmt.Errorf("recording delivery %d as failed: %w", dl.ID, err)
 	}
 	return nil

@@ -179,6 +179,21 @@ func TestGroups(t *testing.T) {
 	}
 }
 
+// TestOldEventsPassedOver: an event older than MaxEventAge when the
+// notifier first sees it (written while no chat app was configured) is
+// old news: nobody is told.
+func TestOldEventsPassedOver(t *testing.T) {
+	f := newFixture(t)
+	d := f.dispatcher(notify.Config{})
+	f.emit(t, event(core.EventStarted, "bob", "started:j1", "j1 started"))
+	f.env.Clock.Advance(core.MaxEventAge + time.Minute)
+	f.emit(t, core.Event{Kind: core.EventStarted, User: "bob", At: f.env.Clock.Now(), Detail: "j2 started", DedupKey: "started:j2"})
+	once(t, d)
+	if got := f.slack.received("bob"); !slices.Equal(got, []string{"j2 started"}) {
+		t.Errorf("bob got %q; want only the fresh event", got)
+	}
+}
+
 func TestBackoffAndRetryAfter(t *testing.T) {
 	f := newFixture(t)
 	f.slack.fail = func(call int, m notify.Message) error {
@@ -228,9 +243,11 @@ func TestDeadLetterTellsAdmins(t *testing.T) {
 	}
 	d := f.dispatcher(notify.Config{Channels: map[string]notify.Channel{"slack": f.slack}, MaxAttempts: 3})
 	f.emit(t, event(core.EventFinished, "bob", "finished:j4", "j4 finished"))
-	for range 3 {
+	for i := range 3 {
+		if i > 0 {
+			f.env.Clock.Advance(time.Hour) // past the backoff
+		}
 		once(t, d)
-		f.env.Clock.Advance(2 * time.Hour)
 	}
 	once(t, d) // the admins' alert goes out
 	ds := f.deliveries(t)
@@ -242,7 +259,7 @@ func TestDeadLetterTellsAdmins(t *testing.T) {
 		t.Errorf("root got %q", got)
 	}
 	// A permanent error is given up at once.
-	f.emit(t, event(core.EventFinished, "bob", "finished:j5", "j5 finished"))
+	f.emit(t, core.Event{Kind: core.EventFinished, User: "bob", At: f.env.Clock.Now(), Detail: "j5 finished", DedupKey: "finished:j5"})
 	f.slack.fail = func(int, notify.Message) error {
 		return &notify.PermanentError{Err: errors.New("user blocked the app")}
 	}

@@ -35,10 +35,41 @@ func deliveryRowOf(d core.Delivery) deliveryRow {
 	}
 }
 
+// EventsToFanOut implements core.Tx.
+func (t *tx) EventsToFanOut(ctx context.Context, limit int) ([]core.Event, error) {
+	var rows []eventRow
+	q := t.db.NewSelect().Model(&rows).Where("fanned_out = ?", false).Order("id").Limit(int64(limit))
+	if t.forUpdate {
+		q = q.For("UPDATE SKIP LOCKED")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, dbError("events to fan out", err)
+	}
+	out := make([]core.Event, len(rows))
+	for i, r := range rows {
+		out[i] = r.event()
+	}
+	return out, nil
+}
+
+// MarkFannedOut implements core.Tx.
+func (t *tx) MarkFannedOut(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := t.db.NewUpdate().TableExpr("events").Set("fanned_out = ?", true).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+		return dbError("mark events fanned out", err)
+	}
+	return nil
+}
+
 // DueDeliveries implements core.Tx.
-func (t *tx) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]core.Delivery, error) {
+func (t *tx) DueDeliveries(ctx context.Context, now time.Time, channels []string, limit int) ([]core.Delivery, error) {
+	if len(channels) == 0 {
+		return nil, nil
+	}
 	var rows []deliveryRow
-	q := t.db.NewSelect().Model(&rows).
+	q := t.db.NewSelect().Model(&rows).Where("channel IN (?)", bun.In(channels)).
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("state = 'pending' AND available_at <= ?", stamp(now)).
 				WhereOr("state = 'sending' AND claimed_until <= ?", stamp(now))
@@ -95,16 +126,20 @@ func (t *tx) withEvents(ctx context.Context, rows []deliveryRow) ([]core.Deliver
 }
 
 // UpdateDelivery implements core.Tx.
-func (t *tx) UpdateDelivery(ctx context.Context, d core.Delivery) error {
+func (t *tx) UpdateDelivery(ctx context.Context, d core.Delivery, attempts int) error {
 	row := deliveryRowOf(d)
 	res, err := t.db.NewUpdate().Model(&row).
 		Column("state", "attempts", "available_at", "claimed_until", "last_error", "provider_id", "sent_at").
-		WherePK().Exec(ctx)
+		WherePK().Where("attempts = ?", attempts).Exec(ctx)
 	if err != nil {
 		return dbError("update delivery", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound("delivery %d", d.ID)
+		var exists int
+		if err := t.db.NewSelect().TableExpr("deliveries").ColumnExpr("1").Where("id = ?", d.ID).Scan(ctx, &exists); err != nil {
+			return notFound("delivery %d", d.ID)
+		}
+		return core.Errorf(core.CodeConflict, "delivery %d was claimed by another sender", d.ID)
 	}
 	return nil
 }

@@ -32,32 +32,65 @@ func TestDeliveries(t *testing.T) {
 		wantCode(t, err, core.CodeNotFound, "an event of these deliveries not found")
 
 		var due []core.Delivery
-		update(t, f.db, func(tx core.Tx) (err error) { due, err = tx.DueDeliveries(ctx, hours(1), 10); return err })
+		update(t, f.db, func(tx core.Tx) (err error) {
+			due, err = tx.DueDeliveries(ctx, hours(1), []string{"slack", "discord"}, 10)
+			return err
+		})
 		if len(due) != 1 || due[0].DedupKey != "k1" || due[0].Event.Detail != "j1 started" || due[0].Event.Data["gpus"] != "2" {
 			t.Fatalf("due at +1h: %+v; want k1 with its event", due)
 		}
 		// Claimed: not due again until its lease ends.
 		claimed := due[0]
 		claimed.State, claimed.Attempts, claimed.ClaimedUntil = core.DeliverySending, 1, hours(3)
-		update(t, f.db, func(tx core.Tx) error { return tx.UpdateDelivery(ctx, claimed) })
-		update(t, f.db, func(tx core.Tx) (err error) { due, err = tx.DueDeliveries(ctx, hours(2), 10); return err })
+		update(t, f.db, func(tx core.Tx) error { return tx.UpdateDelivery(ctx, claimed, 0) })
+		err = f.db.Update(ctx, func(tx core.Tx) error { return tx.UpdateDelivery(ctx, claimed, 0) })
+		wantCode(t, err, core.CodeConflict, "delivery 1 was claimed by another sender")
+		update(t, f.db, func(tx core.Tx) (err error) {
+			due, err = tx.DueDeliveries(ctx, hours(2), []string{"slack", "discord"}, 10)
+			return err
+		})
 		if len(due) != 1 || due[0].DedupKey != "k2" {
 			t.Fatalf("due at +2h: %+v; want only k2", due)
 		}
-		update(t, f.db, func(tx core.Tx) (err error) { due, err = tx.DueDeliveries(ctx, hours(3), 10); return err })
+		update(t, f.db, func(tx core.Tx) (err error) {
+			due, err = tx.DueDeliveries(ctx, hours(3), []string{"slack", "discord"}, 10)
+			return err
+		})
 		if len(due) != 2 || due[0].DedupKey != "k1" || due[0].State != core.DeliverySending || !due[0].ClaimedUntil.Equal(hours(3)) {
 			t.Fatalf("due at +3h: %+v; want k1 (its lease ran out) and k2", due)
 		}
 		sent := due[0]
 		sent.State, sent.ProviderID, sent.SentAt, sent.ClaimedUntil = core.DeliverySent, "D1/1.0", hours(3), time.Time{}
-		update(t, f.db, func(tx core.Tx) error { return tx.UpdateDelivery(ctx, sent) })
+		update(t, f.db, func(tx core.Tx) error { return tx.UpdateDelivery(ctx, sent, 1) })
 		var all []core.Delivery
 		view(t, f.db, func(tx core.Tx) (err error) { all, err = tx.Deliveries(ctx, 0, 0); return err })
 		if len(all) != 2 || all[0].State != core.DeliverySent || all[0].ProviderID != "D1/1.0" || !all[0].SentAt.Equal(hours(3)) || !all[0].ClaimedUntil.IsZero() {
 			t.Errorf("deliveries %+v", all)
 		}
-		err = f.db.Update(ctx, func(tx core.Tx) error { return tx.UpdateDelivery(ctx, core.Delivery{ID: 42, State: core.DeliverySent}) })
+		err = f.db.Update(ctx, func(tx core.Tx) error {
+			return tx.UpdateDelivery(ctx, core.Delivery{ID: 42, State: core.DeliverySent}, 0)
+		})
 		wantCode(t, err, core.CodeNotFound, "delivery 42 not found")
+
+		// Only the channels asked for.
+		update(t, f.db, func(tx core.Tx) (err error) {
+			due, err = tx.DueDeliveries(ctx, hours(3), []string{"email"}, 10)
+			return err
+		})
+		if len(due) != 0 {
+			t.Errorf("due over email: %+v", due)
+		}
+		// Events to fan out: the one written, until it is marked.
+		var fan []core.Event
+		update(t, f.db, func(tx core.Tx) (err error) { fan, err = tx.EventsToFanOut(ctx, 10); return err })
+		if len(fan) != 1 || fan[0].Data["job"] != "j1" {
+			t.Fatalf("events to fan out: %+v", fan)
+		}
+		update(t, f.db, func(tx core.Tx) error { return tx.MarkFannedOut(ctx, []int64{fan[0].ID}) })
+		update(t, f.db, func(tx core.Tx) (err error) { fan, err = tx.EventsToFanOut(ctx, 10); return err })
+		if len(fan) != 0 {
+			t.Errorf("events to fan out after marking: %+v", fan)
+		}
 
 		// Settings: absent, stored, replaced.
 		var v string

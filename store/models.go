@@ -237,6 +237,7 @@ type eventRow struct {
 	Detail        string `bun:"detail"`
 	Data          string `bun:"data"` // JSON of core.Event.Data, "" for none
 	DedupKey      string `bun:"dedup_key"`
+	FannedOut     bool   `bun:"fanned_out"`
 }
 
 // chatRow links a person on a chat platform to a gpucal user.

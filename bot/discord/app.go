@@ -30,6 +30,11 @@ type Config struct {
 	PublicKey string
 	// Admins are the Discord user IDs of people who are gpucal admins.
 	Admins []string
+	// Guilds are the IDs of the Discord servers whose members may use
+	// gpucal. Anyone can invite a bot to a server: interactions from any
+	// other server are refused, and direct messages only from people who
+	// used gpucal in one of these (or whom an admin linked).
+	Guilds []string
 	// Zone is where times are read and shown until a person sets theirs
 	// with /gpu tz: Discord tells nobody's time zone.
 	Zone *time.Location
@@ -152,6 +157,22 @@ func (a *App) request(ctx context.Context, i *discordgo.Interaction) (bot.Reques
 		return bot.Request{}, core.Errorf(core.CodeInvalid, "discord: the interaction names no user")
 	}
 	id := identity(u.ID)
+	switch {
+	case i.GuildID != "" && !slices.Contains(a.cfg.Guilds, i.GuildID):
+		return bot.Request{}, core.Errorf(core.CodeForbidden, "%s", say(lang(i),
+			"gpucal here serves the members of its own Discord servers only",
+			"此 gpucal 只为其所属 Discord 服务器的成员服务"))
+	case i.GuildID == "":
+		known, err := a.svc.ChatKnown(ctx, id)
+		if err != nil {
+			return bot.Request{}, err
+		}
+		if !known {
+			return bot.Request{}, core.Errorf(core.CodeForbidden, "%s", say(lang(i),
+				"use /gpu in your team's Discord server first; then it works here too",
+				"请先在团队的 Discord 服务器里使用 /gpu，之后私信中也可以使用"))
+		}
+	}
 	p := core.ChatProfile{Handle: u.Username, Name: u.GlobalName, Admin: slices.Contains(a.cfg.Admins, u.ID)}
 	if p.Name == "" {
 		p.Name = u.Username
@@ -316,6 +337,9 @@ func (a *App) press(ctx context.Context, i *discordgo.Interaction) bot.Reply {
 // unknownPerson is the reply when the database could not say who is
 // asking; the cause is logged, not shown.
 func (a *App) unknownPerson(i *discordgo.Interaction, err error) bot.Reply {
+	if core.ErrorCode(err) == core.CodeForbidden {
+		return bot.Reply{Text: core.ErrorMessage(err) + say(lang(i), ".", "。"), Error: true}
+	}
 	a.log.Error("could not identify a Discord user", "interaction", i.ID, "err", err)
 	return bot.Reply{Text: say(lang(i), "gpucal could not look you up just now; try again in a minute.",
 		"gpucal 暂时查不到你的账号，请稍后再试。"), Error: true}

@@ -169,7 +169,7 @@ func newFixture(t *testing.T, change func(*discord.Config)) *fixture {
 	fd := newFakeDiscord(t)
 	cfg := discord.Config{
 		Token: "test-token", AppID: appID, PublicKey: hex.EncodeToString(key.Public().(ed25519.PublicKey)),
-		APIURL: fd.URL + "/api/v9/", Admins: []string{"U2"}, FallbackChannel: fallback,
+		APIURL: fd.URL + "/api/v9/", Admins: []string{"U2"}, FallbackChannel: fallback, Guilds: []string{"G1"},
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
 	}
 	if change != nil {
@@ -512,7 +512,7 @@ func TestSlowCommandIsDeferredThenEdited(t *testing.T) {
 		h, _ := f.app.Handler()
 		srv := httptest.NewServer(h)
 		defer srv.Close()
-		body := `{"id":"s2","application_id":"app1","type":2,"token":"tok-s2","version":1,"user":{"id":"U5","username":"eve"},
+		body := `{"id":"s2","application_id":"app1","type":2,"token":"tok-s2","version":1,"guild_id":"G1","member":{"user":{"id":"U5","username":"eve"}},
 "data":{"id":"cmd1","name":"gpu","type":1,"options":[{"name":"status","type":1}]}}`
 		code, resp := post(t, srv, body, sign(body, time.Now(), key))
 		if code != http.StatusOK {
@@ -704,5 +704,34 @@ func TestPostFile(t *testing.T) {
 	if len(f.discord.uploads) != 1 || f.discord.uploads[0].Content != "Weekly digest: 40 % utilisation" ||
 		f.discord.uploads[0].Filename != "digest.png" || string(f.discord.uploads[0].Data) != string(png) {
 		t.Errorf("uploads %+v", f.discord.uploads)
+	}
+}
+
+// TestStrangersRefused: anyone can invite a bot to a server; interactions
+// from servers not configured, and DMs from people gpucal never met, are
+// refused politely and create nothing.
+func TestStrangersRefused(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	other := slash("i-other", "ask", str("text", "book 1 a100 tomorrow 10-12"))
+	other.GuildID = "G-stranger"
+	dm := slash("i-dm", "ask", str("text", "book 1 a100 tomorrow 10-12"))
+	dm.GuildID, dm.Member, dm.User = "", nil, &discordgo.User{ID: "U8", Username: "eve"}
+	for _, ic := range []*discordgo.InteractionCreate{other, dm} {
+		f.app.HandleInteraction(ctx, ic)
+	}
+	f.app.Wait()
+	users, err := f.svc.Users(ctx, core.System)
+	if err != nil || len(users) != 0 {
+		t.Errorf("strangers became users: %+v, %v", users, err)
+	}
+	var refusals int
+	for _, c := range f.discord.take() {
+		if strings.Contains(c.Raw, "serves the members of its own Discord servers") || strings.Contains(c.Raw, "use /gpu in your team") {
+			refusals++
+		}
+	}
+	if refusals != 2 {
+		t.Errorf("%d polite refusals, want 2", refusals)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // gpucal user. Someone who does not accept direct messages from the bot
 // (Discord's error 50007: DMs from server members turned off, or no
 // server in common) gets it in the fallback channel, with a mention. DM
-// returns the first error but tries every identity.
+// tries every identity and fails only when none was reached.
 func (a *App) DM(ctx context.Context, user string, r bot.Reply) error {
 	ids, err := a.svc.ChatUsers(ctx, user)
 	if err != nil {
@@ -39,8 +39,13 @@ func (a *App) DM(ctx context.Context, user string, r bot.Reply) error {
 			sent++
 		}
 	}
-	if sent == 0 && first == nil {
+	switch {
+	case sent == 0 && first == nil:
 		return fmt.Errorf("discord: %s has never used gpucal in Discord", user)
+	case sent > 0 && first != nil:
+		// Reached: a retry would send it again to those who have it.
+		a.log.Warn("a direct message reached only some of a user's Discord identities", "user", user, "err", first)
+		return nil
 	}
 	return first
 }

@@ -120,7 +120,9 @@ func Permanent(err error) bool {
 	var se slackapi.SlackErrorResponse
 	if errors.As(err, &se) {
 		switch se.Err {
-		case "user_not_found", "user_disabled", "account_inactive", "cannot_dm_bot", "not_allowed_token_type", "invalid_auth", "missing_scope":
+		// A bad or revoked token is the site's to fix, not the person's: it
+		// is retried with backoff rather than given up for every delivery.
+		case "user_not_found", "user_disabled", "account_inactive", "cannot_dm_bot":
 			return true
 		}
 	}

@@ -34,6 +34,7 @@ type chatConfig struct {
 	discordKey      string // application public key, HTTP mode
 	discordHow      string // "gateway" or "http"
 	discordAdmins   string // Discord user IDs, comma-separated
+	discordGuilds   string // server IDs whose members may use gpucal
 	discordFallback string // channel ID for people who refuse DMs
 	discordAPI      string // the REST API's base URL; "" for Discord's own
 
@@ -59,6 +60,7 @@ func (c *chatConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.discordKey, "discord-public-key", e.getenv("GPUCAL_DISCORD_PUBLIC_KEY"), "Discord application public key, for HTTP mode (GPUCAL_DISCORD_PUBLIC_KEY)")
 	fs.StringVar(&c.discordHow, "discord-mode", envOr(e, "GPUCAL_DISCORD_MODE", "gateway"), "gateway (no public URL needed) or http (Discord posts to /discord/interactions) (GPUCAL_DISCORD_MODE)")
 	fs.StringVar(&c.discordAdmins, "discord-admins", e.getenv("GPUCAL_DISCORD_ADMINS"), "Discord user IDs of gpucal admins, comma-separated (GPUCAL_DISCORD_ADMINS)")
+	fs.StringVar(&c.discordGuilds, "discord-guilds", e.getenv("GPUCAL_DISCORD_GUILDS"), "Discord server IDs whose members may use gpucal, comma-separated; required (GPUCAL_DISCORD_GUILDS)")
 	fs.StringVar(&c.discordFallback, "discord-fallback-channel", e.getenv("GPUCAL_DISCORD_FALLBACK_CHANNEL"), "Discord channel ID for messages to people who do not accept direct messages (GPUCAL_DISCORD_FALLBACK_CHANNEL)")
 	fs.StringVar(&c.digestTo, "digest-to", e.getenv("GPUCAL_DIGEST_TO"), "post the weekly digest to these channels: slack:CHANNEL_ID,discord:CHANNEL_ID (GPUCAL_DIGEST_TO)")
 	fs.StringVar(&c.digestAt, "digest-at", envOr(e, "GPUCAL_DIGEST_AT", "mon 09:00"), "when the weekly digest is posted, in --chat-zone (GPUCAL_DIGEST_AT)")
@@ -91,6 +93,9 @@ type chat struct {
 	routes  map[string]http.Handler
 	slack   *slack.App   // nil when Slack is off
 	discord *discord.App // nil when Discord is off
+	// closers run once the HTTP server and every part stopped, before the
+	// database closes: they wait for replies still in flight.
+	closers []func()
 }
 
 // setupChat builds the chat adapters the configuration asks for.
@@ -207,12 +212,11 @@ func setupSlack(out *chat, c chatConfig, svc *core.Service, h *bot.Handler, zone
 		}
 		out.routes["/slack/"] = handler
 		// Replies still being sent when the server stops give up, and the
-		// server waits for them before it closes the database.
-		out.parts = append(out.parts, func(ctx context.Context) error {
-			<-ctx.Done()
+		// server waits for them after its HTTP server stopped and before
+		// it closes the database.
+		out.closers = append(out.closers, func() {
 			app.Close()
 			app.Wait()
-			return nil
 		})
 	default:
 		return usagef("--slack-mode %q: use socket or http", c.slackHow)
@@ -229,8 +233,12 @@ func setupDiscord(out *chat, c chatConfig, svc *core.Service, h *bot.Handler, zo
 	if c.discordAppID == "" {
 		return usagef("the Discord app needs its application ID to register /gpu: set GPUCAL_DISCORD_APP_ID")
 	}
+	if c.discordGuilds == "" {
+		return usagef("name the Discord servers whose members may use gpucal: set GPUCAL_DISCORD_GUILDS (anyone can invite a bot to a server)")
+	}
 	app, err := discord.New(svc, h, discord.Config{
 		Token: c.discordToken, AppID: c.discordAppID, PublicKey: c.discordKey, Admins: commaSeparated(c.discordAdmins), Zone: zone,
+		Guilds:          commaSeparated(c.discordGuilds),
 		FallbackChannel: c.discordFallback, APIURL: c.discordAPI, Logger: log.With("component", "discord"),
 	})
 	if err != nil {
@@ -246,11 +254,8 @@ func setupDiscord(out *chat, c chatConfig, svc *core.Service, h *bot.Handler, zo
 			return usagef("%v: set GPUCAL_DISCORD_PUBLIC_KEY", err)
 		}
 		out.routes["/discord/"] = handler
-		out.parts = append(out.parts, app.RunRegistration, func(ctx context.Context) error {
-			<-ctx.Done()
-			app.Wait()
-			return nil
-		})
+		out.parts = append(out.parts, app.RunRegistration)
+		out.closers = append(out.closers, app.Wait)
 	default:
 		return usagef("--discord-mode %q: use gateway or http", c.discordHow)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -103,9 +104,17 @@ func reportCSV(w io.Writer, r web.ReportJSON) error {
 		rows []web.UsageTotalJSON
 	}{{"project", r.ByProject}, {"user", r.ByUser}, {"type", r.ByType}} {
 		for _, u := range g.rows {
-			cw.Write([]string{g.kind, u.Name, strconv.FormatFloat(u.GPUHours, 'f', 2, 64), strconv.Itoa(u.Jobs)})
+			cw.Write([]string{g.kind, csvSafe(u.Name), strconv.FormatFloat(u.GPUHours, 'f', 2, 64), strconv.Itoa(u.Jobs)})
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// csvSafe keeps a spreadsheet from reading a name as a formula.
+func csvSafe(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }

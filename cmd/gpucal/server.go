@@ -211,6 +211,9 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 			failed = err
 		}
 	}
+	for _, c := range chat.closers {
+		c()
+	}
 	if errors.Is(failed, http.ErrServerClosed) {
 		failed = nil
 	}

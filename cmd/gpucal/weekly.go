@@ -127,6 +127,9 @@ func (d digestJob) run(ctx context.Context) {
 
 func (d digestJob) post(ctx context.Context) error {
 	end := d.svc.Now().Truncate(time.Hour)
+	if first, err := d.svc.ClaimOnce(ctx, "digest.posted", end.Format(time.RFC3339)); err != nil || !first {
+		return err // posted already for this hour: a second start of the task
+	}
 	rep, err := d.svc.Report(ctx, core.System, core.ReportQuery{From: end.Add(-digestPeriod), To: end})
 	if err != nil {
 		return err

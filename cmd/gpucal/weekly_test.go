@@ -91,6 +91,10 @@ func TestDigestJob(t *testing.T) {
 			t.Errorf("the chart: %v, %v", img.Bounds(), err)
 		}
 	}
+	if err := job.post(context.Background()); err != nil || len(slack.files) != 1 {
+		t.Errorf("a second start in the same hour posted again (%d files, %v)", len(slack.files), err)
+	}
+	e.Clock.Advance(time.Hour)
 	discord.fail = true
 	if err := job.post(context.Background()); err == nil || !strings.Contains(err.Error(), "discord:D1") {
 		t.Errorf("a failed target: %v", err)

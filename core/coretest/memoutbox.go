@@ -57,10 +57,38 @@ func (tx *memTx) withEvent(d core.Delivery) core.Delivery {
 	return d
 }
 
+// EventsToFanOut implements core.Tx.
+func (tx *memTx) EventsToFanOut(ctx context.Context, limit int) ([]core.Event, error) {
+	var out []core.Event
+	for _, e := range tx.d.events {
+		if !tx.d.fannedOut[e.ID] && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// MarkFannedOut implements core.Tx.
+func (tx *memTx) MarkFannedOut(ctx context.Context, ids []int64) error {
+	if err := tx.writable(); err != nil {
+		return err
+	}
+	if tx.d.fannedOut == nil {
+		tx.d.fannedOut = map[int64]bool{}
+	}
+	for _, id := range ids {
+		tx.d.fannedOut[id] = true
+	}
+	return nil
+}
+
 // DueDeliveries implements core.Tx.
-func (tx *memTx) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]core.Delivery, error) {
+func (tx *memTx) DueDeliveries(ctx context.Context, now time.Time, channels []string, limit int) ([]core.Delivery, error) {
 	var out []core.Delivery
 	for _, d := range tx.d.deliveries {
+		if !slices.Contains(channels, d.Channel) {
+			continue
+		}
 		if (d.State == core.DeliveryPending && !d.AvailableAt.After(now)) || (d.State == core.DeliverySending && !d.ClaimedUntil.After(now)) {
 			out = append(out, tx.withEvent(d))
 		}
@@ -86,13 +114,16 @@ func (tx *memTx) Deliveries(ctx context.Context, after int64, limit int) ([]core
 }
 
 // UpdateDelivery implements core.Tx.
-func (tx *memTx) UpdateDelivery(ctx context.Context, d core.Delivery) error {
+func (tx *memTx) UpdateDelivery(ctx context.Context, d core.Delivery, attempts int) error {
 	if err := tx.writable(); err != nil {
 		return err
 	}
 	i := slices.IndexFunc(tx.d.deliveries, func(o core.Delivery) bool { return o.ID == d.ID })
 	if i < 0 {
 		return core.Errorf(core.CodeNotFound, "delivery %d not found", d.ID)
+	}
+	if tx.d.deliveries[i].Attempts != attempts {
+		return core.Errorf(core.CodeConflict, "delivery %d was claimed by another sender", d.ID)
 	}
 	o := &tx.d.deliveries[i]
 	o.State, o.Attempts, o.AvailableAt, o.ClaimedUntil = d.State, d.Attempts, d.AvailableAt, d.ClaimedUntil

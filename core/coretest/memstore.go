@@ -48,6 +48,7 @@ type memData struct {
 	chat         map[core.ChatIdentity]core.ChatUser
 	deliveries   []core.Delivery // by ID
 	lastDelivery int64
+	fannedOut    map[int64]bool // events the notifier handled
 
 	lastNode, lastGPU, lastReservation, lastToken, lastAudit, lastJob, lastEvent int64
 }
@@ -135,6 +136,7 @@ func (d *memData) clone() *memData {
 	c.settings = maps.Clone(d.settings)
 	c.chat = maps.Clone(d.chat)
 	c.deliveries = slices.Clone(d.deliveries)
+	c.fannedOut = maps.Clone(d.fannedOut)
 	// Chunks are never changed once stored, so their Data may be shared.
 	c.logs = make(map[int64][]core.LogChunk, len(d.logs))
 	for id, l := range d.logs {
