@@ -46,6 +46,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWhen$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProgress$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWeekTime$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
+	$(GO) test -run '^$$' -fuzz '^FuzzParseGroups$$' -fuzztime $(FUZZTIME) ./notify/robots
+	$(GO) test -run '^$$' -fuzz '^FuzzMask$$' -fuzztime $(FUZZTIME) ./notify/robots
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadPhilly$$' -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadSWF$$' -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadHelios$$' -fuzztime $(FUZZTIME) ./sim

@@ -13,6 +13,7 @@ import (
 	"github.com/gpucal/gpucal/bot/slack"
 	"github.com/gpucal/gpucal/core"
 	"github.com/gpucal/gpucal/notify"
+	"github.com/gpucal/gpucal/notify/robots"
 )
 
 // slackNotices is notify's Slack channel: direct messages through the
@@ -66,7 +67,8 @@ func (c discordNotices) Send(ctx context.Context, user string, m notify.Message)
 
 // newDispatcher returns the outbox dispatcher over the chat apps that are
 // on, or nil when none is: events then stay in the outbox until one is.
-func newDispatcher(svc *core.Service, c chat, zone *time.Location, log *slog.Logger, reg prometheus.Registerer) *notify.Dispatcher {
+func newDispatcher(svc *core.Service, c chat, cfg chatConfig, log *slog.Logger, reg prometheus.Registerer) (*notify.Dispatcher, error) {
+	zone := chatZone(cfg)
 	channels := map[string]notify.Channel{}
 	if c.slack != nil {
 		channels["slack"] = slackNotices{c.slack}
@@ -74,16 +76,54 @@ func newDispatcher(svc *core.Service, c chat, zone *time.Location, log *slog.Log
 	if c.discord != nil {
 		channels["discord"] = discordNotices{app: c.discord, svc: svc, zone: zone}
 	}
-	if len(channels) == 0 {
-		return nil
+	// Slack allows about one message a second per conversation, Discord
+	// five every five seconds per channel, WeCom and DingTalk robots twenty
+	// a minute, Feishu about a hundred.
+	pace := map[string]time.Duration{"slack": time.Second, "discord": time.Second}
+	groups, err := groupChannels(svc, cfg, zone, pace)
+	if err != nil {
+		return nil, err
+	}
+	if len(channels)+len(groups) == 0 {
+		return nil, nil
 	}
 	return notify.New(svc, notify.Config{
-		Channels: channels,
-		Every:    2 * time.Second,
-		// Slack allows about one message a second per conversation; Discord
-		// five every five seconds per channel.
-		Pace:    map[string]time.Duration{"slack": time.Second, "discord": time.Second},
-		Logger:  log,
-		Metrics: reg,
-	})
+		Channels: channels, Groups: groups, Every: 2 * time.Second, Pace: pace, Logger: log, Metrics: reg,
+	}), nil
+}
+
+// groupChannels builds the team chats' robots of GPUCAL_NOTIFY_GROUPS,
+// named by kind ("wecom", then "wecom-2" for a second one), worded in
+// --notify-groups-lang and the chat zone.
+func groupChannels(svc *core.Service, cfg chatConfig, zone *time.Location, pace map[string]time.Duration) (map[string]notify.Channel, error) {
+	if cfg.groups == "" {
+		return nil, nil
+	}
+	configs, err := robots.ParseGroups(cfg.groups)
+	if err != nil {
+		return nil, usagef("GPUCAL_NOTIFY_GROUPS: %v", err)
+	}
+	if cfg.groupsLang != "en" && cfg.groupsLang != "zh" {
+		return nil, usagef("--notify-groups-lang %q: use en or zh", cfg.groupsLang)
+	}
+	out := map[string]notify.Channel{}
+	for _, rc := range configs {
+		name := rc.Kind
+		for i := 2; out[name] != nil; i++ {
+			name = fmt.Sprintf("%s-%d", rc.Kind, i)
+		}
+		rc.Render = func(m notify.Message) string { return bot.Notice(m.Event, cfg.groupsLang, zone, svc.Now()).Text }
+		r, err := robots.New(rc)
+		if err != nil {
+			return nil, usagef("GPUCAL_NOTIFY_GROUPS: %v", err)
+		}
+		out[name] = r
+		switch rc.Kind {
+		case robots.WeCom, robots.DingTalk:
+			pace[name] = 3 * time.Second
+		case robots.Feishu:
+			pace[name] = 600 * time.Millisecond
+		}
+	}
+	return out, nil
 }

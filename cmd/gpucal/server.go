@@ -143,7 +143,11 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 		return err
 	}
 	metrics := web.NewMetrics()
-	dispatcher := newDispatcher(svc, chat, chatZone(cfg.chat), log.With("component", "notify"), metrics.Registry)
+	dispatcher, err := newDispatcher(svc, chat, cfg.chat, log.With("component", "notify"), metrics.Registry)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	var handler http.Handler = web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, Logger: log.With("component", "web"),
 		OnChange: loop.Kick, Metrics: metrics})
 	if len(chat.routes) > 0 {

@@ -128,3 +128,30 @@ func TestCalendarJobs(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 }
+
+// TestGroupChannels: GPUCAL_NOTIFY_GROUPS becomes one named channel per
+// robot, paced by its vendor's limit; a bad entry is a usage error.
+func TestGroupChannels(t *testing.T) {
+	e := coretest.NewEnv()
+	pace := map[string]time.Duration{}
+	cfg := chatConfig{zone: "UTC", groupsLang: "zh",
+		groups: "wecom=https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k1;wecom=https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k2;" +
+			"feishu=https://open.feishu.cn/open-apis/bot/v2/hook/t1|s1;webhook=https://example.org/hook"}
+	got, err := groupChannels(e.Service, cfg, time.UTC, pace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"wecom", "wecom-2", "feishu", "webhook"} {
+		if got[name] == nil {
+			t.Errorf("no channel %s in %v", name, got)
+		}
+	}
+	if pace["wecom-2"] != 3*time.Second || pace["feishu"] != 600*time.Millisecond {
+		t.Errorf("pace %v", pace)
+	}
+	for _, bad := range []chatConfig{{zone: "UTC", groupsLang: "en", groups: "teams=https://x"}, {zone: "UTC", groupsLang: "fr", groups: "webhook=https://example.org/h"}} {
+		if _, err := groupChannels(e.Service, bad, time.UTC, pace); err == nil || strings.Contains(err.Error(), "k1") {
+			t.Errorf("groupChannels(%q, %q): %v", bad.groups, bad.groupsLang, err)
+		}
+	}
+}
