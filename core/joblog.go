@@ -145,12 +145,18 @@ func logsShipped(j Job, size int64) bool {
 
 // PruneResult says what Prune removed.
 type PruneResult struct {
-	LogChunks, JoinTokens int64
+	LogChunks, JoinTokens, Events int64
 }
+
+// EventRetention is how long the outbox keeps an event and its deliveries
+// once every delivery was settled (sent or given up).
+const EventRetention = 30 * 24 * time.Hour
 
 // Prune removes what the server no longer needs: the logs of jobs that
 // ended more than LogRetention ago (the nodes keep their own copies until
-// their admins clean up) and join tokens that expired a day ago or more.
+// their admins clean up), join tokens that expired a day ago or more, and
+// outbox events older than EventRetention with all their deliveries
+// settled.
 func (s *Service) Prune(ctx context.Context) (PruneResult, error) {
 	now := s.Now()
 	var out PruneResult
@@ -160,7 +166,10 @@ func (s *Service) Prune(ctx context.Context) (PruneResult, error) {
 				return err
 			}
 		}
-		out.JoinTokens, err = tx.PruneJoinTokens(ctx, now.Add(-24*time.Hour))
+		if out.JoinTokens, err = tx.PruneJoinTokens(ctx, now.Add(-24*time.Hour)); err != nil {
+			return err
+		}
+		out.Events, err = tx.PruneEvents(ctx, now.Add(-EventRetention))
 		return err
 	})
 	return out, err

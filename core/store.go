@@ -152,6 +152,10 @@ type Tx interface {
 	// attempts attempts; otherwise another sender claimed it since, and it
 	// returns a CodeConflict error and stores nothing.
 	UpdateDelivery(ctx context.Context, d Delivery, attempts int) error
+	// PruneEvents deletes the events written before before that were
+	// fanned out and whose deliveries are all sent or dead, with those
+	// deliveries, and returns how many events went.
+	PruneEvents(ctx context.Context, before time.Time) (int64, error)
 	// Deliveries returns up to limit deliveries with an ID above after, with their events, by ID.
 	Deliveries(ctx context.Context, after int64, limit int) ([]Delivery, error)
 

@@ -179,6 +179,29 @@ func TestGroups(t *testing.T) {
 	}
 }
 
+// TestPruneSettled: a month later, events whose deliveries were all
+// settled are pruned with them; one still being retried stays.
+func TestPruneSettled(t *testing.T) {
+	f := newFixture(t)
+	f.slack.fail = func(call int, m notify.Message) error {
+		if m.Key == "started:j2→bob→slack" {
+			return errors.New("timeout")
+		}
+		return nil
+	}
+	d := f.dispatcher(notify.Config{Channels: map[string]notify.Channel{"slack": f.slack}, MaxAttempts: 100})
+	f.emit(t, event(core.EventStarted, "bob", "started:j1", "j1 started"), event(core.EventStarted, "bob", "started:j2", "j2 started"))
+	once(t, d)
+	f.env.Clock.Advance(core.EventRetention + time.Hour)
+	res, err := f.env.Service.Prune(context.Background())
+	if err != nil || res.Events != 1 {
+		t.Fatalf("Prune: %+v, %v; want the settled event gone", res, err)
+	}
+	if ds := f.deliveries(t); len(ds) != 1 || ds[0].DedupKey != "started:j2→bob→slack" {
+		t.Errorf("deliveries left %+v; want only the one still pending", ds)
+	}
+}
+
 // TestOldEventsPassedOver: an event older than MaxEventAge when the
 // notifier first sees it (written while no chat app was configured) is
 // old news: nobody is told.

@@ -143,3 +143,19 @@ func (t *tx) UpdateDelivery(ctx context.Context, d core.Delivery, attempts int) 
 	}
 	return nil
 }
+
+// PruneEvents implements core.Tx.
+func (t *tx) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
+	old := t.db.NewSelect().TableExpr("events AS e").Column("e.id").
+		Where("e.fanned_out = ?", true).Where("e.at < ?", stamp(before)).
+		Where("NOT EXISTS (SELECT 1 FROM deliveries AS d WHERE d.event_id = e.id AND d.state IN ('pending', 'sending'))")
+	if _, err := t.db.NewDelete().TableExpr("deliveries").Where("event_id IN (?)", old).Exec(ctx); err != nil {
+		return 0, dbError("prune deliveries", err)
+	}
+	res, err := t.db.NewDelete().TableExpr("events").Where("id IN (?)", old).Exec(ctx)
+	if err != nil {
+		return 0, dbError("prune events", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}

@@ -92,6 +92,26 @@ func TestDeliveries(t *testing.T) {
 			t.Errorf("events to fan out after marking: %+v", fan)
 		}
 
+		// Pruning: the event is fanned out and its deliveries are sent (k1)
+		// or pending (k2): it stays until k2 is settled too.
+		var n int64
+		update(t, f.db, func(tx core.Tx) (err error) { n, err = tx.PruneEvents(ctx, hours(100)); return err })
+		if n != 0 {
+			t.Errorf("pruned %d events with a pending delivery", n)
+		}
+		dead := all[1]
+		dead.State = core.DeliveryDead
+		update(t, f.db, func(tx core.Tx) error { return tx.UpdateDelivery(ctx, dead, dead.Attempts) })
+		update(t, f.db, func(tx core.Tx) (err error) { n, err = tx.PruneEvents(ctx, t0); return err })
+		if n != 0 {
+			t.Errorf("pruned %d events written after the cut-off", n)
+		}
+		update(t, f.db, func(tx core.Tx) (err error) { n, err = tx.PruneEvents(ctx, hours(100)); return err })
+		view(t, f.db, func(tx core.Tx) (err error) { all, err = tx.Deliveries(ctx, 0, 0); return err })
+		if n != 1 || len(all) != 0 {
+			t.Errorf("pruned %d events, %d deliveries left; want 1 and none", n, len(all))
+		}
+
 		// Settings: absent, stored, replaced.
 		var v string
 		var ok bool

@@ -257,8 +257,8 @@ func purgeKeys(ctx context.Context, db *store.DB, svc *core.Service, log *slog.L
 		}
 		if res, err := svc.Prune(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("pruning old job logs and join tokens", "err", err)
-		} else if res.LogChunks+res.JoinTokens > 0 {
-			log.Info("pruned old job logs and join tokens", "log_chunks", res.LogChunks, "join_tokens", res.JoinTokens)
+		} else if res.LogChunks+res.JoinTokens+res.Events > 0 {
+			log.Info("pruned old job logs, join tokens and outbox events", "log_chunks", res.LogChunks, "join_tokens", res.JoinTokens, "events", res.Events)
 		}
 		select {
 		case <-ctx.Done():

@@ -130,3 +130,30 @@ func (tx *memTx) UpdateDelivery(ctx context.Context, d core.Delivery, attempts i
 	o.LastError, o.ProviderID, o.SentAt = d.LastError, d.ProviderID, d.SentAt
 	return nil
 }
+
+// PruneEvents implements core.Tx.
+func (tx *memTx) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
+	if err := tx.writable(); err != nil {
+		return 0, err
+	}
+	open := map[int64]bool{}
+	for _, d := range tx.d.deliveries {
+		if d.State == core.DeliveryPending || d.State == core.DeliverySending {
+			open[d.Event.ID] = true
+		}
+	}
+	gone := map[int64]bool{}
+	tx.d.events = slices.DeleteFunc(tx.d.events, func(e core.Event) bool {
+		g := tx.d.fannedOut[e.ID] && e.At.Before(before) && !open[e.ID]
+		gone[e.ID] = g
+		return g
+	})
+	tx.d.deliveries = slices.DeleteFunc(tx.d.deliveries, func(d core.Delivery) bool { return gone[d.Event.ID] })
+	var n int64
+	for _, g := range gone {
+		if g {
+			n++
+		}
+	}
+	return n, nil
+}
