@@ -43,6 +43,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseReservationID$$' -fuzztime $(FUZZTIME) ./core
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckpointSignal$$' -fuzztime $(FUZZTIME) ./core
 	$(GO) test -run '^$$' -fuzz '^FuzzHeartbeat$$' -fuzztime $(FUZZTIME) ./core
+	$(GO) test -run '^$$' -fuzz '^FuzzParseQuietHours$$' -fuzztime $(FUZZTIME) ./core
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWhen$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProgress$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWeekTime$$' -fuzztime $(FUZZTIME) ./cmd/gpucal

@@ -56,7 +56,8 @@ const MaxEventAge = time.Hour
 // FanOut turns the events written since the last call into deliveries: to
 // the event's user, or to every admin for Admins, over each channel in
 // channels the recipient can be reached on (the platforms of their chat
-// identities); and every Admins event once more to each group channel in
+// identities), leaving out the kinds they muted and holding back until
+// the end of their quiet hours; and every Admins event once more to each group channel in
 // groups (a team chat's robot), addressed to Admins. It returns how many
 // deliveries it added. An event nobody can be reached for is passed over.
 // Running it twice, or on two replicas, adds nothing twice.
@@ -80,6 +81,7 @@ func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, e
 			}
 		}
 		reach := map[string][]string{} // user → channels, looked up once
+		prefs := map[string]NotifyPrefs{}
 		var ds []Delivery
 		ids := make([]int64, 0, len(events))
 		for _, e := range events {
@@ -92,6 +94,20 @@ func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, e
 				to = admins
 			}
 			for _, user := range to {
+				p, ok := prefs[user]
+				if !ok {
+					if p, err = tx.NotifyPrefs(ctx, user); err != nil {
+						return err
+					}
+					prefs[user] = p
+				}
+				if slices.Contains(p.Muted, e.Kind) {
+					continue
+				}
+				due := now
+				if quiet, end := p.Quiet(now); quiet {
+					due = end
+				}
 				chans, ok := reach[user]
 				if !ok {
 					ids, err := tx.ChatUsersOf(ctx, user)
@@ -107,7 +123,7 @@ func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, e
 				}
 				for _, ch := range chans {
 					ds = append(ds, Delivery{Event: e, User: user, Channel: ch, DedupKey: e.DedupKey + "→" + user + "→" + ch,
-						State: DeliveryPending, AvailableAt: now, CreatedAt: now})
+						State: DeliveryPending, AvailableAt: due, CreatedAt: now})
 				}
 			}
 			if e.User == Admins {

@@ -134,6 +134,11 @@ type Tx interface {
 	Setting(ctx context.Context, name string) (string, bool, error)
 	PutSetting(ctx context.Context, name, value string) error
 
+	// NotifyPrefs returns a user's notification preferences, the defaults
+	// (User set, Zone "UTC") when they set none; SetNotifyPrefs stores them.
+	NotifyPrefs(ctx context.Context, user string) (NotifyPrefs, error)
+	SetNotifyPrefs(ctx context.Context, p NotifyPrefs) error
+
 	// EventsToFanOut returns up to limit events not yet fanned out, oldest
 	// first; inside Update on PostgreSQL it locks them and skips events
 	// another transaction holds. MarkFannedOut records that they were.

@@ -179,6 +179,29 @@ func TestGroups(t *testing.T) {
 	}
 }
 
+// TestMutedAndQuiet: a muted kind is not sent; a notice in quiet hours
+// waits for their end.
+func TestMutedAndQuiet(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// Epoch is 09:00 UTC: quiet 08:00–10:00 UTC for bob.
+	if _, err := f.env.Service.SetNotifyPrefs(ctx, core.System, core.NotifyPrefs{User: "bob",
+		Muted: []core.EventKind{core.EventPositionChanged}, QuietFrom: 8 * 60, QuietTo: 10 * 60, Zone: "UTC"}); err != nil {
+		t.Fatal(err)
+	}
+	d := f.dispatcher(notify.Config{Channels: map[string]notify.Channel{"slack": f.slack}})
+	f.emit(t, event(core.EventPositionChanged, "bob", "moved:j1", "j1 moved"), event(core.EventStarted, "bob", "started:j1", "j1 started"))
+	once(t, d)
+	if got := f.slack.received("bob"); len(got) != 0 {
+		t.Errorf("bob got %q in his quiet hours", got)
+	}
+	f.env.Clock.Advance(time.Hour)
+	once(t, d)
+	if got := f.slack.received("bob"); !slices.Equal(got, []string{"j1 started"}) {
+		t.Errorf("bob got %q after his quiet hours; want only j1 started (position changes muted)", got)
+	}
+}
+
 // TestPruneSettled: a month later, events whose deliveries were all
 // settled are pruned with them; one still being retried stays.
 func TestPruneSettled(t *testing.T) {

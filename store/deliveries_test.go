@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gpucal/gpucal/core"
 	"github.com/gpucal/gpucal/store/storetest"
 )
@@ -125,5 +127,26 @@ func TestDeliveries(t *testing.T) {
 		if !ok || v != "7" {
 			t.Errorf("setting %q, %v; want 7", v, ok)
 		}
+	})
+}
+
+func TestNotifyPrefsStore(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn)
+		ctx := context.Background()
+		var p core.NotifyPrefs
+		view(t, f.db, func(tx core.Tx) (err error) { p, err = tx.NotifyPrefs(ctx, "alice"); return err })
+		if p.User != "alice" || p.Zone != "UTC" || len(p.Muted) != 0 || p.QuietFrom != p.QuietTo {
+			t.Errorf("defaults: %+v", p)
+		}
+		want := core.NotifyPrefs{User: "alice", Muted: []core.EventKind{"position_changed", "starts_soon"}, QuietFrom: 1320, QuietTo: 480, Zone: "Europe/Berlin"}
+		update(t, f.db, func(tx core.Tx) error { return tx.SetNotifyPrefs(ctx, core.NotifyPrefs{User: "alice", Zone: "UTC"}) })
+		update(t, f.db, func(tx core.Tx) error { return tx.SetNotifyPrefs(ctx, want) })
+		view(t, f.db, func(tx core.Tx) (err error) { p, err = tx.NotifyPrefs(ctx, "alice"); return err })
+		if diff := cmp.Diff(want, p); diff != "" {
+			t.Errorf("stored (-want +got):\n%s", diff)
+		}
+		err := f.db.Update(ctx, func(tx core.Tx) error { return tx.SetNotifyPrefs(ctx, core.NotifyPrefs{User: "zed", Zone: "UTC"}) })
+		wantCode(t, err, core.CodeNotFound, "user zed not found")
 	})
 }

@@ -43,3 +43,27 @@ func TestChatLinks(t *testing.T) {
 		t.Errorf("bob read alice's links: %v", err)
 	}
 }
+
+func TestNotifyPrefsRoutes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	p, err := f.alice.NotifyPrefs(ctx, "alice")
+	if err != nil || len(p.Muted) != 0 || p.Quiet != "" || p.Zone != "UTC" {
+		t.Fatalf("defaults: %+v, %v", p, err)
+	}
+	p, err = f.alice.SetNotifyPrefs(ctx, "alice", web.NotifyPrefs{Muted: []string{"position_changed"}, Quiet: "22-8", Zone: "Europe/Berlin"})
+	if err != nil || p.Quiet != "22:00-08:00" || p.Zone != "Europe/Berlin" || len(p.Muted) != 1 {
+		t.Fatalf("set: %+v, %v", p, err)
+	}
+	if _, err := f.bob.SetNotifyPrefs(ctx, "alice", web.NotifyPrefs{Zone: "UTC"}); apiErr(t, err).Status != http.StatusForbidden {
+		t.Errorf("bob changed alice's settings: %v", err)
+	}
+	for _, bad := range []web.NotifyPrefs{{Quiet: "late", Zone: "UTC"}, {Muted: []string{"all"}, Zone: "UTC"}, {Zone: "Nowhere/Land"}} {
+		if _, err := f.alice.SetNotifyPrefs(ctx, "alice", bad); apiErr(t, err).Status != http.StatusUnprocessableEntity {
+			t.Errorf("set %+v: %v; want 422", bad, err)
+		}
+	}
+	if p, _ := f.admin.NotifyPrefs(ctx, "alice"); p.Quiet != "22:00-08:00" {
+		t.Errorf("a refused change changed %+v", p)
+	}
+}

@@ -220,6 +220,18 @@ func (c *Client) ChatLinks(ctx context.Context, user string) ([]ChatLink, error)
 	return out, c.do(ctx, http.MethodGet, "/api/v1/users/"+url.PathEscape(user)+"/chat-links", nil, nil, &out)
 }
 
+// NotifyPrefs returns a user's notification settings (the user or an admin).
+func (c *Client) NotifyPrefs(ctx context.Context, user string) (NotifyPrefs, error) {
+	var out NotifyPrefs
+	return out, c.do(ctx, http.MethodGet, "/api/v1/users/"+url.PathEscape(user)+"/notify-prefs", nil, nil, &out)
+}
+
+// SetNotifyPrefs replaces a user's notification settings.
+func (c *Client) SetNotifyPrefs(ctx context.Context, user string, p NotifyPrefs) (NotifyPrefs, error) {
+	var out NotifyPrefs
+	return out, c.do(ctx, http.MethodPut, "/api/v1/users/"+url.PathEscape(user)+"/notify-prefs", nil, p, &out)
+}
+
 // Projects lists projects.
 func (c *Client) Projects(ctx context.Context) ([]Project, error) {
 	var out []Project

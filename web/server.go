@@ -93,6 +93,8 @@ func (s *Server) routes() {
 	api("GET /api/v1/users", s.handleUsers)
 	api("POST /api/v1/users", s.handleAddUser)
 	api("GET /api/v1/users/{name}/chat-links", s.handleChatLinks)
+	api("GET /api/v1/users/{name}/notify-prefs", s.handleNotifyPrefs)
+	api("PUT /api/v1/users/{name}/notify-prefs", s.handleSetNotifyPrefs)
 	api("POST /api/v1/users/{name}/chat-links", s.handleLinkChat)
 	api("GET /api/v1/projects", s.handleProjects)
 	api("POST /api/v1/projects", s.handleAddProject)

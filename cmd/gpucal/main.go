@@ -46,6 +46,7 @@ func commands() []command {
 		{"logs", "print a job's output: logs j42 [--follow]", runLogs},
 		{"progress", "report how far a running job is: progress j42 0.42, 42%, or 120/1000 steps", runProgress},
 		{"calendar", "print a per-GPU timeline: calendar --from today --days 2", runCalendar},
+		{"notices", "what gpucal tells you unasked: notices --mute position_changed --quiet 22:00-08:00 --zone Europe/Berlin", runNotices},
 		{"report", "usage over a period: GPU-hours by project, user and type, bookings, waits: report --from -7d [--csv]", runReport},
 		{"digest", "the weekly digest's text and chart: digest --preview out.png [--from … --to …] [--lang zh] [--demo]", runDigest},
 		{"token", "issue API tokens: token create --user alice [--admin]", runToken},

@@ -33,3 +33,23 @@ func TestReportCLI(t *testing.T) {
 		t.Errorf("a period ending before it starts: exit %d, %s", code, errOut)
 	}
 }
+
+// TestNoticesCLI: a person mutes a kind and sets quiet hours; bad input
+// is refused and changes nothing.
+func TestNoticesCLI(t *testing.T) {
+	s := startServer(t, storetest.SQLite(t))
+	out, errOut, code := s.cli("notices")
+	if code != 0 || out != "Notices to admin: muted nothing; quiet hours none.\n" {
+		t.Fatalf("notices: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = s.cli("notices", "--mute", "position_changed,starts_soon", "--quiet", "22-8", "--zone", "Europe/Berlin")
+	if code != 0 || out != "Notices to admin: muted position_changed, starts_soon; quiet hours 22:00-08:00 Europe/Berlin.\n" {
+		t.Fatalf("notices set: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code = s.cli("notices", "--quiet", "late"); code != 1 || !strings.Contains(errOut, "22:00-08:00") {
+		t.Errorf("bad quiet hours: exit %d, %s", code, errOut)
+	}
+	if out, _, _ = s.cli("notices", "--mute", "none", "--quiet", "off"); out != "Notices to admin: muted nothing; quiet hours none.\n" {
+		t.Errorf("reset: %s", out)
+	}
+}

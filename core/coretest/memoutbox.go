@@ -157,3 +157,28 @@ func (tx *memTx) PruneEvents(ctx context.Context, before time.Time) (int64, erro
 	}
 	return n, nil
 }
+
+// NotifyPrefs implements core.Tx.
+func (tx *memTx) NotifyPrefs(ctx context.Context, user string) (core.NotifyPrefs, error) {
+	if p, ok := tx.d.prefs[user]; ok {
+		p.Muted = slices.Clone(p.Muted)
+		return p, nil
+	}
+	return core.NotifyPrefs{User: user, Zone: "UTC"}, nil
+}
+
+// SetNotifyPrefs implements core.Tx.
+func (tx *memTx) SetNotifyPrefs(ctx context.Context, p core.NotifyPrefs) error {
+	if err := tx.writable(); err != nil {
+		return err
+	}
+	if _, ok := tx.d.users[p.User]; !ok {
+		return core.Errorf(core.CodeNotFound, "user %s not found", p.User)
+	}
+	if tx.d.prefs == nil {
+		tx.d.prefs = map[string]core.NotifyPrefs{}
+	}
+	p.Muted = slices.Clone(p.Muted)
+	tx.d.prefs[p.User] = p
+	return nil
+}

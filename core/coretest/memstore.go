@@ -49,6 +49,7 @@ type memData struct {
 	deliveries   []core.Delivery // by ID
 	lastDelivery int64
 	fannedOut    map[int64]bool // events the notifier handled
+	prefs        map[string]core.NotifyPrefs
 
 	lastNode, lastGPU, lastReservation, lastToken, lastAudit, lastJob, lastEvent int64
 }
@@ -137,6 +138,7 @@ func (d *memData) clone() *memData {
 	c.chat = maps.Clone(d.chat)
 	c.deliveries = slices.Clone(d.deliveries)
 	c.fannedOut = maps.Clone(d.fannedOut)
+	c.prefs = maps.Clone(d.prefs)
 	// Chunks are never changed once stored, so their Data may be shared.
 	c.logs = make(map[int64][]core.LogChunk, len(d.logs))
 	for id, l := range d.logs {

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gpucal/gpucal/web"
+)
+
+// runNotices shows or changes what gpucal tells a person without being
+// asked: muted event kinds and quiet hours.
+func runNotices(ctx context.Context, e *env, args []string) error {
+	var cf clientFlags
+	var user, mute, quiet, zone string
+	fs := newFlagSet("notices", e)
+	fs.StringVar(&user, "user", "", "whose settings (admins); default: yours")
+	fs.StringVar(&mute, "mute", "", "event kinds not to be told about, comma-separated (\"none\" for all of them again), e.g. position_changed,starts_soon")
+	fs.StringVar(&quiet, "quiet", "", "quiet hours in --zone, like 22:00-08:00, or off")
+	fs.StringVar(&zone, "zone", "", "the zone of the quiet hours, e.g. Europe/Berlin")
+	_, c, _, err := cf.setup(e, fs, args, 0, 0)
+	if err != nil {
+		return err
+	}
+	if user == "" {
+		me, err := c.Me(ctx)
+		if err != nil {
+			return err
+		}
+		user = me.Name
+	}
+	p, err := c.NotifyPrefs(ctx, user)
+	if err != nil {
+		return err
+	}
+	if flagSet(fs, "mute") || flagSet(fs, "quiet") || flagSet(fs, "zone") {
+		if flagSet(fs, "mute") {
+			p.Muted = []string{}
+			if mute != "none" {
+				p.Muted = commaSeparated(mute)
+			}
+		}
+		if flagSet(fs, "quiet") {
+			p.Quiet = quiet
+		}
+		if flagSet(fs, "zone") {
+			p.Zone = zone
+		}
+		if p, err = c.SetNotifyPrefs(ctx, user, p); err != nil {
+			return err
+		}
+	}
+	if cf.json {
+		return printJSON(e.stdout, p)
+	}
+	printNotices(e, user, p)
+	return nil
+}
+
+func printNotices(e *env, user string, p web.NotifyPrefs) {
+	muted := "nothing"
+	if len(p.Muted) > 0 {
+		muted = strings.Join(p.Muted, ", ")
+	}
+	quiet := "none"
+	if p.Quiet != "" {
+		quiet = p.Quiet + " " + p.Zone
+	}
+	fmt.Fprintf(e.stdout, "Notices to %s: muted %s; quiet hours %s.\n", user, muted, quiet)
+}

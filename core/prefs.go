@@ -1,0 +1,149 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NotifyPrefs is what a person wants to hear about: the event kinds they
+// muted and their quiet hours, [QuietFrom, QuietTo) in minutes after
+// midnight in Zone (QuietFrom == QuietTo: none). A notice that falls in
+// quiet hours waits for their end; a muted kind is not sent.
+type NotifyPrefs struct {
+	User      string
+	Muted     []EventKind
+	QuietFrom int
+	QuietTo   int
+	Zone      string // IANA; "UTC" when unset
+}
+
+// Mutable lists the event kinds a person may mute: everything but what the
+// admins must hear (an admin may still mute those for themselves).
+var Mutable = []EventKind{
+	EventStarted, EventStartsSoon, EventStartMovedLater, EventPositionChanged, EventWillBeDrained,
+	EventDrainWarning, EventFinished, EventForeignProcess, EventReservationSoon, EventNoShow, EventIdleAllocated,
+	EventSaturated, EventNodeDown, EventNodeBack, EventGPUFault, EventNotificationFailed,
+}
+
+// Quiet reports whether t is inside the quiet hours, and when they end.
+func (p NotifyPrefs) Quiet(t time.Time) (bool, time.Time) {
+	if p.QuietFrom == p.QuietTo {
+		return false, time.Time{}
+	}
+	loc, err := time.LoadLocation(p.Zone)
+	if err != nil {
+		loc = time.UTC
+	}
+	l := t.In(loc)
+	m := l.Hour()*60 + l.Minute()
+	in := false
+	if p.QuietFrom < p.QuietTo {
+		in = m >= p.QuietFrom && m < p.QuietTo
+	} else { // across midnight: 22:00–08:00
+		in = m >= p.QuietFrom || m < p.QuietTo
+	}
+	if !in {
+		return false, time.Time{}
+	}
+	end := time.Date(l.Year(), l.Month(), l.Day(), p.QuietTo/60, p.QuietTo%60, 0, 0, loc)
+	if !end.After(l) {
+		end = end.AddDate(0, 0, 1)
+	}
+	return true, end.UTC()
+}
+
+// check validates the preferences.
+func (p NotifyPrefs) check() error {
+	for _, k := range p.Muted {
+		if !slices.Contains(Mutable, k) {
+			return Errorf(CodeInvalid, "%q is not an event one can mute; the events are listed in docs/notifications.md", k)
+		}
+	}
+	if p.QuietFrom < 0 || p.QuietFrom >= 24*60 || p.QuietTo < 0 || p.QuietTo >= 24*60 {
+		return Errorf(CodeInvalid, "quiet hours are times of day, 00:00 to 23:59")
+	}
+	if _, err := time.LoadLocation(p.Zone); err != nil || p.Zone == "" || p.Zone == "Local" {
+		return Errorf(CodeInvalid, "%q is not a time zone; use a name like Europe/Berlin", p.Zone)
+	}
+	return nil
+}
+
+// NotifyPrefsOf returns a person's preferences (the defaults, nothing
+// muted and no quiet hours, until they set some): for themself or an admin.
+func (s *Service) NotifyPrefsOf(ctx context.Context, a Actor, user string) (NotifyPrefs, error) {
+	if !a.Admin && a.User != user {
+		return NotifyPrefs{}, Errorf(CodeForbidden, "only admins may see someone else's notification settings")
+	}
+	var p NotifyPrefs
+	err := s.store.View(ctx, func(tx Tx) (err error) {
+		if _, err := tx.User(ctx, user); err != nil {
+			return err
+		}
+		p, err = tx.NotifyPrefs(ctx, user)
+		return err
+	})
+	return p, err
+}
+
+// SetNotifyPrefs stores a person's preferences: for themself or an admin.
+func (s *Service) SetNotifyPrefs(ctx context.Context, a Actor, p NotifyPrefs) (NotifyPrefs, error) {
+	if !a.Admin && a.User != p.User {
+		return NotifyPrefs{}, Errorf(CodeForbidden, "only admins may change someone else's notification settings")
+	}
+	if p.Zone == "" {
+		p.Zone = "UTC"
+	}
+	if err := p.check(); err != nil {
+		return NotifyPrefs{}, err
+	}
+	slices.Sort(p.Muted)
+	p.Muted = slices.Compact(p.Muted)
+	now := s.Now()
+	err := s.store.Update(ctx, func(tx Tx) error {
+		if err := tx.SetNotifyPrefs(ctx, p); err != nil {
+			return err
+		}
+		return tx.Audit(ctx, AuditEntry{At: now, Actor: a.User, Action: "user.notify", Object: "user/" + p.User,
+			Detail: fmt.Sprintf("muted %v, quiet %02d:%02d–%02d:%02d %s", p.Muted, p.QuietFrom/60, p.QuietFrom%60, p.QuietTo/60, p.QuietTo%60, p.Zone)})
+	})
+	return p, err
+}
+
+// ParseQuietHours reads quiet hours written "22:00-08:00" (also "22-8",
+// "22:00–08:00"); "" or "off" is none (0, 0).
+func ParseQuietHours(s string) (from, to int, err error) {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "–", "-"))
+	if s == "" || strings.EqualFold(s, "off") {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	from, okA := clockMinutes(a)
+	to, okB := clockMinutes(b)
+	if !ok || !okA || !okB || from == to {
+		return 0, 0, Errorf(CodeInvalid, "quiet hours %q: write them like 22:00-08:00, or off", s)
+	}
+	return from, to, nil
+}
+
+// clockMinutes reads "8", "08", "8:30" or "08:30" as minutes after midnight.
+func clockMinutes(s string) (int, bool) {
+	h, m, hasMin := strings.Cut(strings.TrimSpace(s), ":")
+	if len(h) == 0 || len(h) > 2 || (hasMin && len(m) != 2) {
+		return 0, false
+	}
+	hh, err := strconv.Atoi(h)
+	if err != nil || hh < 0 || hh > 23 {
+		return 0, false
+	}
+	mm := 0
+	if hasMin {
+		if mm, err = strconv.Atoi(m); err != nil || mm < 0 || mm > 59 {
+			return 0, false
+		}
+	}
+	return hh*60 + mm, true
+}

@@ -1,0 +1,59 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/gpucal/gpucal/core"
+)
+
+// NotifyPrefs is a person's notification settings on the wire. Quiet is
+// "22:00-08:00" in Zone, or "" for none.
+type NotifyPrefs struct {
+	Muted []string `json:"muted"`
+	Quiet string   `json:"quiet"`
+	Zone  string   `json:"zone"`
+}
+
+func notifyPrefsJSON(p core.NotifyPrefs) NotifyPrefs {
+	out := NotifyPrefs{Muted: []string{}, Zone: p.Zone}
+	for _, k := range p.Muted {
+		out.Muted = append(out.Muted, string(k))
+	}
+	if p.QuietFrom != p.QuietTo {
+		out.Quiet = fmt.Sprintf("%02d:%02d-%02d:%02d", p.QuietFrom/60, p.QuietFrom%60, p.QuietTo/60, p.QuietTo%60)
+	}
+	return out
+}
+
+func (s *Server) handleNotifyPrefs(w http.ResponseWriter, r *http.Request, a core.Actor) {
+	p, err := s.svc.NotifyPrefsOf(r.Context(), a, r.PathValue("name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, notifyPrefsJSON(p))
+}
+
+func (s *Server) handleSetNotifyPrefs(w http.ResponseWriter, r *http.Request, a core.Actor) {
+	var req NotifyPrefs
+	if err := decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	from, to, err := core.ParseQuietHours(req.Quiet)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p := core.NotifyPrefs{User: r.PathValue("name"), QuietFrom: from, QuietTo: to, Zone: req.Zone}
+	for _, k := range req.Muted {
+		p.Muted = append(p.Muted, core.EventKind(k))
+	}
+	p, err = s.svc.SetNotifyPrefs(r.Context(), a, p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, notifyPrefsJSON(p))
+}
