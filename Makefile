@@ -49,6 +49,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWeekTime$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseGroups$$' -fuzztime $(FUZZTIME) ./notify/robots
 	$(GO) test -run '^$$' -fuzz '^FuzzMask$$' -fuzztime $(FUZZTIME) ./notify/robots
+	$(GO) test -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME) ./notify/email
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadPhilly$$' -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadSWF$$' -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadHelios$$' -fuzztime $(FUZZTIME) ./sim

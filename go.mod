@@ -16,6 +16,7 @@ require (
 	github.com/uptrace/bun/dialect/pgdialect v1.3.0
 	github.com/uptrace/bun/dialect/sqlitedialect v1.3.0
 	github.com/uptrace/bun/driver/sqliteshim v1.3.0
+	github.com/wneessen/go-mail v0.8.1
 	golang.org/x/image v0.30.0
 	gonum.org/v1/plot v0.17.0
 )

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"net/mail"
 	"strings"
 	"time"
 	"unicode"
@@ -76,9 +77,10 @@ func (s *Service) ChatActor(ctx context.Context, id ChatIdentity, p ChatProfile)
 		return Actor{}, ChatUser{}, Errorf(CodeInvalid, "a chat identity needs a platform, a team and an ID")
 	}
 	var (
-		cu    ChatUser
-		a     Actor
-		found bool
+		cu       ChatUser
+		a        Actor
+		found    bool
+		hasEmail bool
 	)
 	err := s.store.View(ctx, func(tx Tx) error {
 		c, err := tx.ChatUser(ctx, id)
@@ -88,10 +90,17 @@ func (s *Service) ChatActor(ctx context.Context, id ChatIdentity, p ChatProfile)
 			return err
 		}
 		cu, found = c, true
+		u, err := tx.User(ctx, c.User)
+		if err != nil {
+			return err
+		}
+		hasEmail = u.Email != ""
 		a, err = actorOf(ctx, tx, c.User)
 		return err
 	})
-	if err != nil || (found && (a.Admin || !p.Admin)) {
+	// Nothing to write unless the person is new, became an admin, or the
+	// platform gives an email address the user lacks.
+	if err != nil || (found && (a.Admin || !p.Admin) && (hasEmail || !validEmail(p.Email))) {
 		return a, cu, err
 	}
 	now := s.Now()
@@ -107,6 +116,13 @@ func (s *Service) ChatActor(ctx context.Context, id ChatIdentity, p ChatProfile)
 		}
 		if err := s.ensureUser(ctx, tx, System, c.User, p.Admin, now); err != nil {
 			return err
+		}
+		if u, err := tx.User(ctx, c.User); err != nil {
+			return err
+		} else if u.Email == "" && validEmail(p.Email) {
+			if err := tx.SetEmail(ctx, c.User, p.Email); err != nil {
+				return err
+			}
 		}
 		cu = c
 		a, err = actorOf(ctx, tx, c.User)
@@ -146,6 +162,12 @@ func (s *Service) newChatUser(ctx context.Context, tx Tx, id ChatIdentity, p Cha
 	}
 	return c, tx.Audit(ctx, AuditEntry{At: now, Actor: System.User, Action: "user.add", Object: "user/" + name,
 		Detail: fmt.Sprintf("first use from %s (%s), admin=%t", id, p.Name, p.Admin)})
+}
+
+// validEmail reports whether s is a bare email address.
+func validEmail(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Address == s && len(s) <= 254
 }
 
 // chatUserName makes a valid user name from what the platform says.

@@ -45,6 +45,9 @@ type Delivery struct {
 	SentAt       time.Time
 }
 
+// ChannelEmail is the channel of notices by email, to users with an address.
+const ChannelEmail = "email"
+
 // fanOutBatch bounds the events one FanOut handles.
 const fanOutBatch = 500
 
@@ -117,6 +120,13 @@ func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, e
 					for _, id := range ids {
 						if slices.Contains(channels, id.Platform) && !slices.Contains(chans, id.Platform) {
 							chans = append(chans, id.Platform)
+						}
+					}
+					if slices.Contains(channels, ChannelEmail) {
+						if u, err := tx.User(ctx, user); err == nil && u.Email != "" {
+							chans = append(chans, ChannelEmail)
+						} else if err != nil && ErrorCode(err) != CodeNotFound {
+							return err
 						}
 					}
 					reach[user] = chans

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"net/mail"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,4 +147,46 @@ func clockMinutes(s string) (int, bool) {
 		}
 	}
 	return hh*60 + mm, true
+}
+
+// SetEmail sets the address a user's notices by email go to ("" for
+// none): for themself or an admin.
+func (s *Service) SetEmail(ctx context.Context, a Actor, user, email string) error {
+	if !a.Admin && a.User != user {
+		return Errorf(CodeForbidden, "only admins may change someone else's email address")
+	}
+	if err := CheckEmail(email); err != nil {
+		return err
+	}
+	now := s.Now()
+	return s.store.Update(ctx, func(tx Tx) error {
+		if err := tx.SetEmail(ctx, user, email); err != nil {
+			return err
+		}
+		return tx.Audit(ctx, AuditEntry{At: now, Actor: a.User, Action: "user.email", Object: "user/" + user, Detail: email})
+	})
+}
+
+// EmailOf returns the email address of user ("" for none), for the
+// notifier.
+func (s *Service) EmailOf(ctx context.Context, user string) (string, error) {
+	var email string
+	err := s.store.View(ctx, func(tx Tx) error {
+		u, err := tx.User(ctx, user)
+		email = u.Email
+		return err
+	})
+	return email, err
+}
+
+// CheckEmail checks an email address: a bare address, or "" for none.
+func CheckEmail(email string) error {
+	if email == "" {
+		return nil
+	}
+	addr, err := mail.ParseAddress(email)
+	if err != nil || addr.Address != email || len(email) > 254 {
+		return Errorf(CodeInvalid, "%q is not an email address; write it like alice@example.org", email)
+	}
+	return nil
 }

@@ -100,3 +100,52 @@ func FuzzParseQuietHours(f *testing.F) {
 		}
 	})
 }
+
+func TestEmail(t *testing.T) {
+	ctx := context.Background()
+	e := coretest.NewEnv()
+	e.AddUsers(t, "bob")
+	id := core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U1"}
+	a, _, err := e.Service.ChatActor(ctx, id, core.ChatProfile{Email: "carol@example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	email := func(user string) string {
+		t.Helper()
+		us, err := e.Service.Users(ctx, core.System)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range us {
+			if u.Name == user {
+				return u.Email
+			}
+		}
+		return "?"
+	}
+	if got := email(a.User); got != "carol@example.org" {
+		t.Errorf("email from the profile: %q", got)
+	}
+	// bob, linked later, gets the profile's address once; one he set stays.
+	if _, err := e.Service.LinkChat(ctx, core.System, core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U2"}, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Service.ChatActor(ctx, core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U2"}, core.ChatProfile{Email: "bob@example.org"}); err != nil || email("bob") != "bob@example.org" {
+		t.Errorf("bob's email %q, %v", email("bob"), err)
+	}
+	if err := e.Service.SetEmail(ctx, e.Actor(t, "bob"), "bob", "robert@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	e.Service.ChatActor(ctx, core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U2"}, core.ChatProfile{Email: "bob@example.org"})
+	if got := email("bob"); got != "robert@example.org" {
+		t.Errorf("the profile overwrote an address bob set: %q", got)
+	}
+	for _, bad := range []string{"bob", "Bob <bob@example.org>", "a@b@c"} {
+		if err := e.Service.SetEmail(ctx, e.Actor(t, "bob"), "bob", bad); core.ErrorCode(err) != core.CodeInvalid {
+			t.Errorf("SetEmail(%q): %v", bad, err)
+		}
+	}
+	if err := e.Service.SetEmail(ctx, e.Actor(t, "bob"), a.User, "x@example.org"); core.ErrorCode(err) != core.CodeForbidden {
+		t.Errorf("bob set someone's email: %v", err)
+	}
+}

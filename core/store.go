@@ -57,6 +57,8 @@ type Tx interface {
 	Users(ctx context.Context) ([]User, error)
 	InsertUser(ctx context.Context, u User) error
 	SetAdmin(ctx context.Context, user string, admin bool) error
+	// SetEmail stores a user's email address ("" for none).
+	SetEmail(ctx context.Context, user, email string) error
 	Project(ctx context.Context, name string) (Project, error)
 	Projects(ctx context.Context) ([]Project, error)
 	// InsertProject stores the project itself; members are added with SetMember.

@@ -11,7 +11,8 @@ import (
 // User is a person (or a bot acting for people) known to gpucal.
 type User struct {
 	Name      string
-	Admin     bool // site admin: may change anything
+	Admin     bool   // site admin: may change anything
+	Email     string // for notifications by email; "" for none
 	CreatedAt time.Time
 }
 

@@ -179,6 +179,26 @@ func TestGroups(t *testing.T) {
 	}
 }
 
+// TestEmailChannel: a person with an email address gets notices by email
+// too; one without does not.
+func TestEmailChannel(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := f.env.Service.SetEmail(ctx, core.System, "carol", "carol@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	mail := &fakeChannel{}
+	d := notify.New(f.env.Service, notify.Config{Channels: map[string]notify.Channel{"slack": f.slack, core.ChannelEmail: mail}})
+	f.emit(t, event(core.EventStarted, "carol", "started:j1", "j1 started"), event(core.EventStarted, "bob", "started:j2", "j2 started"))
+	once(t, d)
+	if got := mail.received("carol"); !slices.Equal(got, []string{"j1 started"}) {
+		t.Errorf("carol's email: %q", got)
+	}
+	if got := mail.received("bob"); len(got) != 0 {
+		t.Errorf("bob, with no address, was mailed %q", got)
+	}
+}
+
 // TestMutedAndQuiet: a muted kind is not sent; a notice in quiet hours
 // waits for their end.
 func TestMutedAndQuiet(t *testing.T) {

@@ -12,11 +12,12 @@ type userRow struct {
 	bun.BaseModel `bun:"table:users,alias:u"`
 	Name          string `bun:"name,pk"`
 	Admin         bool   `bun:"admin"`
+	Email         string `bun:"email"`
 	CreatedAt     stamp  `bun:"created_at"`
 }
 
 func (r userRow) user() core.User {
-	return core.User{Name: r.Name, Admin: r.Admin, CreatedAt: r.CreatedAt.Time()}
+	return core.User{Name: r.Name, Admin: r.Admin, Email: r.Email, CreatedAt: r.CreatedAt.Time()}
 }
 
 type projectRow struct {

@@ -34,12 +34,24 @@ func (t *tx) Users(ctx context.Context) ([]core.User, error) {
 
 // InsertUser stores u.
 func (t *tx) InsertUser(ctx context.Context, u core.User) error {
-	row := userRow{Name: u.Name, Admin: u.Admin, CreatedAt: stamp(u.CreatedAt)}
+	row := userRow{Name: u.Name, Admin: u.Admin, Email: u.Email, CreatedAt: stamp(u.CreatedAt)}
 	if _, err := t.db.NewInsert().Model(&row).Exec(ctx); err != nil {
 		if isUnique(err) {
 			return conflict("user %s", u.Name)
 		}
 		return dbError("insert user", err)
+	}
+	return nil
+}
+
+// SetEmail implements core.Tx.
+func (t *tx) SetEmail(ctx context.Context, user, email string) error {
+	res, err := t.db.NewUpdate().TableExpr("users").Set("email = ?", email).Where("name = ?", user).Exec(ctx)
+	if err != nil {
+		return dbError("set email", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("user %s", user)
 	}
 	return nil
 }

@@ -63,7 +63,16 @@ func TestNotifyPrefsRoutes(t *testing.T) {
 			t.Errorf("set %+v: %v; want 422", bad, err)
 		}
 	}
-	if p, _ := f.admin.NotifyPrefs(ctx, "alice"); p.Quiet != "22:00-08:00" {
+	if _, err := f.alice.SetNotifyPrefs(ctx, "alice", web.NotifyPrefs{Quiet: "23-7", Zone: "UTC", Email: "not an address"}); apiErr(t, err).Status != http.StatusUnprocessableEntity {
+		t.Errorf("a bad email: %v; want 422", err)
+	}
+	if p, _ := f.admin.NotifyPrefs(ctx, "alice"); p.Quiet != "22:00-08:00" || p.Email != "" {
 		t.Errorf("a refused change changed %+v", p)
+	}
+	if p, err := f.alice.SetNotifyPrefs(ctx, "alice", web.NotifyPrefs{Zone: "UTC", Email: "alice@example.org"}); err != nil || p.Email != "alice@example.org" {
+		t.Errorf("setting the email: %+v, %v", p, err)
+	}
+	if p, _ := f.alice.NotifyPrefs(ctx, "alice"); p.Email != "alice@example.org" {
+		t.Errorf("the stored email: %+v", p)
 	}
 }

@@ -8,11 +8,13 @@ import (
 )
 
 // NotifyPrefs is a person's notification settings on the wire. Quiet is
-// "22:00-08:00" in Zone, or "" for none.
+// "22:00-08:00" in Zone, or "" for none; Email is where notices by email
+// go ("" for none).
 type NotifyPrefs struct {
 	Muted []string `json:"muted"`
 	Quiet string   `json:"quiet"`
 	Zone  string   `json:"zone"`
+	Email string   `json:"email"`
 }
 
 func notifyPrefsJSON(p core.NotifyPrefs) NotifyPrefs {
@@ -32,7 +34,12 @@ func (s *Server) handleNotifyPrefs(w http.ResponseWriter, r *http.Request, a cor
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, notifyPrefsJSON(p))
+	out := notifyPrefsJSON(p)
+	if out.Email, err = s.svc.EmailOf(r.Context(), p.User); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleSetNotifyPrefs(w http.ResponseWriter, r *http.Request, a core.Actor) {
@@ -50,10 +57,27 @@ func (s *Server) handleSetNotifyPrefs(w http.ResponseWriter, r *http.Request, a 
 	for _, k := range req.Muted {
 		p.Muted = append(p.Muted, core.EventKind(k))
 	}
-	p, err = s.svc.SetNotifyPrefs(r.Context(), a, p)
+	// Both are checked before either is stored: bad input changes nothing.
+	if err := core.CheckEmail(req.Email); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	email, err := s.svc.EmailOf(r.Context(), p.User)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, notifyPrefsJSON(p))
+	if p, err = s.svc.SetNotifyPrefs(r.Context(), a, p); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if email != req.Email {
+		if err := s.svc.SetEmail(r.Context(), a, p.User, req.Email); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	out := notifyPrefsJSON(p)
+	out.Email = req.Email
+	writeJSON(w, http.StatusOK, out)
 }

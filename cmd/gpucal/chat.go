@@ -39,6 +39,7 @@ type chatConfig struct {
 	discordAPI      string // the REST API's base URL; "" for Discord's own
 
 	groups     string // GPUCAL_NOTIFY_GROUPS: team chats' robots for the admins' events
+	smtp       string // GPUCAL_SMTP_URL: notices by email
 	groupsLang string
 	digestTo   string // "slack:C0123,discord:9876"
 	digestAt   string // "mon 09:00", in the chat zone
@@ -64,6 +65,7 @@ func (c *chatConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.discordAdmins, "discord-admins", e.getenv("GPUCAL_DISCORD_ADMINS"), "Discord user IDs of gpucal admins, comma-separated (GPUCAL_DISCORD_ADMINS)")
 	fs.StringVar(&c.discordGuilds, "discord-guilds", e.getenv("GPUCAL_DISCORD_GUILDS"), "Discord server IDs whose members may use gpucal, comma-separated; required (GPUCAL_DISCORD_GUILDS)")
 	fs.StringVar(&c.discordFallback, "discord-fallback-channel", e.getenv("GPUCAL_DISCORD_FALLBACK_CHANNEL"), "Discord channel ID for messages to people who do not accept direct messages (GPUCAL_DISCORD_FALLBACK_CHANNEL)")
+	fs.StringVar(&c.smtp, "smtp-url", "", "send notices by email too: smtp://USER:PASSWORD@HOST:587?from=gpucal@example.org[&tls=starttls|tls|none] (better: GPUCAL_SMTP_URL)")
 	fs.StringVar(&c.groups, "notify-groups", "", "team chats that get the admins' events: KIND=URL[|SECRET];… with kind wecom, feishu, dingtalk or webhook (better: GPUCAL_NOTIFY_GROUPS)")
 	fs.StringVar(&c.groupsLang, "notify-groups-lang", envOr(e, "GPUCAL_NOTIFY_GROUPS_LANG", "en"), "the language of the team chats' messages: en or zh (GPUCAL_NOTIFY_GROUPS_LANG)")
 	fs.StringVar(&c.digestTo, "digest-to", e.getenv("GPUCAL_DIGEST_TO"), "post the weekly digest to these channels: slack:CHANNEL_ID,discord:CHANNEL_ID (GPUCAL_DIGEST_TO)")
@@ -83,7 +85,7 @@ func (c *chatConfig) secretsFromEnv(e *env) {
 	}{
 		{&c.slackBot, "GPUCAL_SLACK_BOT_TOKEN"}, {&c.slackApp, "GPUCAL_SLACK_APP_TOKEN"},
 		{&c.slackSig, "GPUCAL_SLACK_SIGNING_SECRET"}, {&c.discordToken, "GPUCAL_DISCORD_TOKEN"},
-		{&c.groups, "GPUCAL_NOTIFY_GROUPS"},
+		{&c.groups, "GPUCAL_NOTIFY_GROUPS"}, {&c.smtp, "GPUCAL_SMTP_URL"},
 	} {
 		if *s.v == "" {
 			*s.v = e.getenv(s.env)

@@ -111,10 +111,11 @@ func TestSecretsStayOutOfHelp(t *testing.T) {
 		e := &env{stdout: &out, stderr: &out, getenv: func(k string) string {
 			return map[string]string{"GPUCAL_SLACK_BOT_TOKEN": "xoxb-secret-1", "GPUCAL_SLACK_SIGNING_SECRET": "signing-secret-2",
 				"GPUCAL_DISCORD_TOKEN": "discord-secret-3", "GPUCAL_DB": "postgres://gpucal:db-secret-4@db/gpucal",
-				"GPUCAL_NOTIFY_GROUPS": "feishu=https://open.feishu.cn/open-apis/bot/v2/hook/t|group-secret-5"}[k]
+				"GPUCAL_NOTIFY_GROUPS": "feishu=https://open.feishu.cn/open-apis/bot/v2/hook/t|group-secret-5",
+				"GPUCAL_SMTP_URL":      "smtp://gpucal:smtp-secret-6@mail.example.org:587?from=gpucal@example.org"}[k]
 		}}
 		run(context.Background(), e, args)
-		for _, secret := range []string{"xoxb-secret-1", "signing-secret-2", "discord-secret-3", "db-secret-4", "group-secret-5"} {
+		for _, secret := range []string{"xoxb-secret-1", "signing-secret-2", "discord-secret-3", "db-secret-4", "group-secret-5", "smtp-secret-6"} {
 			if strings.Contains(out.String(), secret) {
 				t.Errorf("gpucal %s printed %s", strings.Join(args, " "), secret)
 			}

@@ -12,12 +12,13 @@ import (
 // asked: muted event kinds and quiet hours.
 func runNotices(ctx context.Context, e *env, args []string) error {
 	var cf clientFlags
-	var user, mute, quiet, zone string
+	var user, mute, quiet, zone, email string
 	fs := newFlagSet("notices", e)
 	fs.StringVar(&user, "user", "", "whose settings (admins); default: yours")
 	fs.StringVar(&mute, "mute", "", "event kinds not to be told about, comma-separated (\"none\" for all of them again), e.g. position_changed,starts_soon")
 	fs.StringVar(&quiet, "quiet", "", "quiet hours in --zone, like 22:00-08:00, or off")
 	fs.StringVar(&zone, "zone", "", "the zone of the quiet hours, e.g. Europe/Berlin")
+	fs.StringVar(&email, "email", "", "where notices by email go (\"none\" for nowhere), when the server sends email")
 	_, c, _, err := cf.setup(e, fs, args, 0, 0)
 	if err != nil {
 		return err
@@ -33,7 +34,13 @@ func runNotices(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if flagSet(fs, "mute") || flagSet(fs, "quiet") || flagSet(fs, "zone") {
+	if flagSet(fs, "mute") || flagSet(fs, "quiet") || flagSet(fs, "zone") || flagSet(fs, "email") {
+		if flagSet(fs, "email") {
+			p.Email = email
+			if email == "none" {
+				p.Email = ""
+			}
+		}
 		if flagSet(fs, "mute") {
 			p.Muted = []string{}
 			if mute != "none" {
@@ -67,4 +74,7 @@ func printNotices(e *env, user string, p web.NotifyPrefs) {
 		quiet = p.Quiet + " " + p.Zone
 	}
 	fmt.Fprintf(e.stdout, "Notices to %s: muted %s; quiet hours %s.\n", user, muted, quiet)
+	if p.Email != "" {
+		fmt.Fprintf(e.stdout, "Email: %s\n", p.Email)
+	}
 }

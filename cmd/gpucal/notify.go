@@ -13,6 +13,7 @@ import (
 	"github.com/gpucal/gpucal/bot/slack"
 	"github.com/gpucal/gpucal/core"
 	"github.com/gpucal/gpucal/notify"
+	"github.com/gpucal/gpucal/notify/email"
 	"github.com/gpucal/gpucal/notify/robots"
 )
 
@@ -76,6 +77,13 @@ func newDispatcher(svc *core.Service, c chat, cfg chatConfig, log *slog.Logger, 
 	if c.discord != nil {
 		channels["discord"] = discordNotices{app: c.discord, svc: svc, zone: zone}
 	}
+	if cfg.smtp != "" {
+		mailer, err := newMailer(svc, cfg.smtp, zone)
+		if err != nil {
+			return nil, err
+		}
+		channels[core.ChannelEmail] = mailer
+	}
 	// Slack allows about one message a second per conversation, Discord
 	// five every five seconds per channel, WeCom and DingTalk robots twenty
 	// a minute, Feishu about a hundred.
@@ -126,4 +134,31 @@ func groupChannels(svc *core.Service, cfg chatConfig, zone *time.Location, pace 
 		}
 	}
 	return out, nil
+}
+
+// newMailer builds the email channel from GPUCAL_SMTP_URL: notices worded
+// in the language and zone of the person's chat identity, if any.
+func newMailer(svc *core.Service, smtpURL string, zone *time.Location) (*email.Mailer, error) {
+	cfg, err := email.ParseURL(smtpURL)
+	if err != nil {
+		return nil, usagef("GPUCAL_SMTP_URL: %v", err)
+	}
+	cfg.Address = svc.EmailOf
+	cfg.Render = func(ctx context.Context, user string, m notify.Message) (string, string) {
+		lang, loc := "en", zone
+		if ids, err := svc.ChatUsers(ctx, user); err == nil && len(ids) > 0 {
+			lang, loc = ids[0].Lang, ids[0].Location(zone)
+		}
+		text := bot.Notice(m.Event, lang, loc, svc.Now()).Text
+		subject := text
+		if r := []rune(subject); len(r) > 70 {
+			subject = string(r[:69]) + "…"
+		}
+		return "gpucal: " + subject, text + "\n\n— gpucal (change what you are told: gpucal notices)\n"
+	}
+	m, err := email.New(cfg)
+	if err != nil {
+		return nil, usagef("GPUCAL_SMTP_URL: %v", err)
+	}
+	return m, nil
 }

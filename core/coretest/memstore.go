@@ -393,6 +393,20 @@ func (tx *memTx) InsertUser(ctx context.Context, u core.User) error {
 	return nil
 }
 
+// SetEmail implements core.Tx.
+func (tx *memTx) SetEmail(ctx context.Context, user, email string) error {
+	if err := tx.writable(); err != nil {
+		return err
+	}
+	u, ok := tx.d.users[user]
+	if !ok {
+		return core.Errorf(core.CodeNotFound, "user %s not found", user)
+	}
+	u.Email = email
+	tx.d.users[user] = u
+	return nil
+}
+
 func (tx *memTx) SetAdmin(ctx context.Context, user string, admin bool) error {
 	if err := tx.writable(); err != nil {
 		return err
