@@ -205,3 +205,18 @@ func TestAudit(t *testing.T) {
 		}
 	})
 }
+
+func TestSetEmail(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn)
+		ctx := context.Background()
+		update(t, f.db, func(tx core.Tx) error { return tx.SetEmail(ctx, "alice", "alice@example.org") })
+		var u core.User
+		view(t, f.db, func(tx core.Tx) (err error) { u, err = tx.User(ctx, "alice"); return err })
+		if u.Email != "alice@example.org" {
+			t.Errorf("email %q", u.Email)
+		}
+		err := f.db.Update(ctx, func(tx core.Tx) error { return tx.SetEmail(ctx, "zed", "z@example.org") })
+		wantCode(t, err, core.CodeNotFound, "user zed not found")
+	})
+}
