@@ -157,6 +157,9 @@ func finished(lang, job string, d map[string]string) string {
 	ran := ""
 	if s, err := strconv.ParseInt(d[core.DataRan], 10, 64); err == nil {
 		ran = say(lang, " after %s", "，运行了 %s", span(time.Duration(s)*time.Second))
+		if e, err := strconv.ParseInt(d[core.DataEstimate], 10, 64); err == nil && e > 0 {
+			ran += say(lang, " (estimated %s)", "（预计 %s）", span(time.Duration(e)*time.Second))
+		}
 	}
 	how := d[core.DataHow]
 	switch core.JobState(d[core.DataState]) {

@@ -62,6 +62,7 @@ const (
 	DataDeadline    = "deadline"    // when it must be gone
 	DataState       = "state"       // how a job ended
 	DataRan         = "ran"         // how long it ran
+	DataEstimate    = "estimate"    // how long it was expected to run (the median)
 	DataHow         = "how"         // exit code or signal, in English
 	DataNode        = "node"        // a node's name
 	DataGPU         = "gpu"         // "node-1/3"

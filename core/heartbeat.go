@@ -321,6 +321,9 @@ func finishedEvent(j Job, now time.Time, how string) Event {
 	if j.Stop != nil && j.Stop.Reservation != 0 {
 		data[DataReservation] = ReservationName(j.Stop.Reservation)
 	}
+	if est := j.Prediction.Estimate.P50; est > 0 {
+		data[DataEstimate] = strconv.FormatInt(int64(est/time.Second), 10)
+	}
 	return Event{Kind: EventFinished, Job: j.ID, User: j.Owner, At: now,
 		Detail:   fmt.Sprintf("%s %s%s (%s).", jobTitle(j), verb, ran, how),
 		Data:     data,
