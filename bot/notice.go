@@ -128,6 +128,11 @@ func Notice(e core.Event, lang string, loc *time.Location, now time.Time) Reply 
 			text = fmt.Sprintf("%s of %s holds %s GPU(s) (%s) that have been idle since %s. Cancel it (/gpu cancel %s) if it is stuck.",
 				job, d[core.DataHolder], d[core.DataGPUs], d[core.DataGPU], since, d[core.DataJob])
 		}
+	case core.EventDailySummary:
+		text, ok = d[lang], d[lang] != ""
+		if !ok {
+			text, ok = d["en"], d["en"] != ""
+		}
 	case core.EventSaturated:
 		p90, err1 := strconv.ParseInt(d[core.DataRan], 10, 64)
 		limit, err2 := strconv.ParseInt(d[core.DataUntil], 10, 64)

@@ -33,6 +33,7 @@ var noticeEvents = []core.Event{
 	{Kind: core.EventNoShow, Data: map[string]string{"reservation": "r12", "holder": "alice", "gpu": "node-2/0, node-2/1", "start": "2026-12-02T09:30:00Z"}},
 	{Kind: core.EventIdleAllocated, Data: map[string]string{"job": "j42", "name": "llama-ft", "holder": "bob", "gpus": "2", "gpu": "node-1/0, node-1/1", "since": "2026-12-02T08:45:00Z"}},
 	{Kind: core.EventSaturated, Data: map[string]string{"position": "37", "ran": "106200", "until": "86400"}},
+	{Kind: core.EventDailySummary, Data: map[string]string{"en": "GPU digest, 1 day: 39% used.", "zh": "GPU 日报：利用率 39%。"}},
 	{Kind: core.EventStarted, Detail: "j1 started on 2 GPU(s)"}, // written before events had fields
 }
 
@@ -73,6 +74,7 @@ func TestNotice(t *testing.T) {
 			"bob 的 j42（llama-ft） 占用的 2 张 GPU（node-1/0, node-1/1）自 16:45 起一直空闲。如果任务卡住了，请取消（/gpu 取消 j42）。"},
 		{"The queue is saturated: 9 in 10 of the 37 queued jobs wait up to 1d 5h (more than 1d).",
 			"队列已饱和：37 个排队任务中九成要等待最多 1d 5h（超过 1d）。"},
+		{"GPU digest, 1 day: 39% used.", "GPU 日报：利用率 39%。"},
 		{"j1 started on 2 GPU(s)", "j1 started on 2 GPU(s)"},
 	}
 	if len(want) != len(noticeEvents) {

@@ -15,7 +15,22 @@ const (
 	EventNoShow          EventKind = "no_show"          // to the holder and admins: the window is open, its GPUs unused
 	EventIdleAllocated   EventKind = "idle_allocated"   // to the owner and admins: a running job's GPUs idle for IdleAfter
 	EventSaturated       EventKind = "saturated"        // to admins: the queue's P90 wait is over SaturatedWait
+	EventDailySummary    EventKind = "daily_summary"    // to admins: yesterday's usage, once a day
 )
+
+// AnnounceSummary writes the admins' daily summary to the outbox, once per
+// day (key "daily_summary:DAY"): the text in English and Chinese, which
+// the notifier picks from by each admin's language.
+func (s *Service) AnnounceSummary(ctx context.Context, day, en, zh string) error {
+	if day == "" || en == "" {
+		return Errorf(CodeInvalid, "a summary needs its day and its text")
+	}
+	now := s.Now()
+	return s.store.Update(ctx, func(tx Tx) error {
+		return tx.InsertEvents(ctx, []Event{{Kind: EventDailySummary, User: Admins, At: now, Detail: en,
+			Data: map[string]string{"en": en, "zh": zh}, DedupKey: "daily_summary:" + day}})
+	})
+}
 
 // AlertPolicy says when the watch speaks up. A zero duration turns that
 // check off.

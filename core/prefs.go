@@ -27,7 +27,7 @@ type NotifyPrefs struct {
 var Mutable = []EventKind{
 	EventStarted, EventStartsSoon, EventStartMovedLater, EventPositionChanged, EventWillBeDrained,
 	EventDrainWarning, EventFinished, EventForeignProcess, EventReservationSoon, EventNoShow, EventIdleAllocated,
-	EventSaturated, EventNodeDown, EventNodeBack, EventGPUFault, EventNotificationFailed,
+	EventSaturated, EventNodeDown, EventNodeBack, EventGPUFault, EventNotificationFailed, EventDailySummary,
 }
 
 // Quiet reports whether t is inside the quiet hours, and when they end.

@@ -191,6 +191,12 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 	parts = append(parts, func(ctx context.Context) error {
 		return scheduler.Watch(ctx, svc, log.With("component", "watch"), time.Minute, kick)
 	})
+	if summary, err := scheduleSummary(cfg.chat, svc, log.With("component", "summary")); err != nil {
+		ln.Close()
+		return err
+	} else if summary != nil {
+		parts = append(parts, summary)
+	}
 	errc := make(chan error, len(parts))
 	running := len(parts)
 	for _, p := range parts {

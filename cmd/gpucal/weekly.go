@@ -20,6 +20,8 @@ import (
 type calendarJobs interface {
 	// Weekly runs task every week on day at hour:minute in the jobs' zone.
 	Weekly(name string, at weekTime, task func(context.Context)) (next time.Time, err error)
+	// Daily runs task every day at hour:minute in the jobs' zone.
+	Daily(name string, hour, minute int, task func(context.Context)) (next time.Time, err error)
 	// Run runs the jobs until ctx ends, then waits for a task in progress.
 	Run(ctx context.Context) error
 }
@@ -38,6 +40,16 @@ func newCalendarJobs(loc *time.Location) (*gocronJobs, error) {
 func (g *gocronJobs) Weekly(name string, at weekTime, task func(context.Context)) (time.Time, error) {
 	j, err := g.s.NewJob(
 		gocron.WeeklyJob(1, gocron.NewWeekdays(at.day), gocron.NewAtTimes(gocron.NewAtTime(uint(at.hour), uint(at.minute), 0))),
+		gocron.NewTask(task), gocron.WithName(name), gocron.WithSingletonMode(gocron.LimitModeReschedule))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("scheduling %s: %w", name, err)
+	}
+	g.s.Start()
+	return j.NextRun()
+}
+
+func (g *gocronJobs) Daily(name string, hour, minute int, task func(context.Context)) (time.Time, error) {
+	j, err := g.s.NewJob(gocron.DailyJob(1, gocron.NewAtTimes(gocron.NewAtTime(uint(hour), uint(minute), 0))),
 		gocron.NewTask(task), gocron.WithName(name), gocron.WithSingletonMode(gocron.LimitModeReschedule))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("scheduling %s: %w", name, err)
@@ -156,4 +168,38 @@ func (d digestJob) post(ctx context.Context) error {
 		return fmt.Errorf("the digest did not reach %s", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// dailySummary writes the admins' summary of the last 24 hours to the
+// outbox: the notifier delivers it like any admins' event (chat, email,
+// team chats), once per day.
+func dailySummary(ctx context.Context, svc *core.Service, log *slog.Logger) {
+	end := svc.Now().Truncate(time.Hour)
+	rep, err := svc.Report(ctx, core.System, core.ReportQuery{From: end.Add(-24 * time.Hour), To: end})
+	if err == nil {
+		err = svc.AnnounceSummary(ctx, end.Format("2006-01-02"), digest.Summary(rep, "en"), digest.Summary(rep, "zh"))
+	}
+	if err != nil {
+		log.Error("the daily summary", "err", err)
+	}
+}
+
+// scheduleSummary schedules the admins' daily summary at --summary-at in
+// the chat zone; nil when it is off.
+func scheduleSummary(c chatConfig, svc *core.Service, log *slog.Logger) (func(context.Context) error, error) {
+	if c.summaryAt == "" || c.summaryAt == "off" {
+		return nil, nil
+	}
+	at, err := time.Parse("15:04", c.summaryAt)
+	if err != nil {
+		return nil, usagef("--summary-at %q: a time of day like 09:00, or off", c.summaryAt)
+	}
+	jobs, err := newCalendarJobs(chatZone(c))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := jobs.Daily("daily-summary", at.Hour(), at.Minute(), func(ctx context.Context) { dailySummary(ctx, svc, log) }); err != nil {
+		return nil, err
+	}
+	return jobs.Run, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpucal/gpucal/core"
 	"github.com/gpucal/gpucal/core/coretest"
 )
 
@@ -153,5 +154,27 @@ func TestGroupChannels(t *testing.T) {
 		if _, err := groupChannels(e.Service, bad, time.UTC, pace); err == nil || strings.Contains(err.Error(), "k1") {
 			t.Errorf("groupChannels(%q, %q): %v", bad.groups, bad.groupsLang, err)
 		}
+	}
+}
+
+// TestDailySummary: the summary goes to the outbox once a day, to the
+// admins, in both languages.
+func TestDailySummary(t *testing.T) {
+	e := coretest.NewEnv()
+	e.AddNodes(t, coretest.Node("node-1").GPUs(8, "NVIDIA A100-SXM4-80GB").Build())
+	log := slog.New(slog.DiscardHandler)
+	dailySummary(context.Background(), e.Service, log)
+	dailySummary(context.Background(), e.Service, log)
+	var events []core.Event
+	e.Store.View(context.Background(), func(tx core.Tx) (err error) { events, err = tx.Events(context.Background(), 0, 0); return err })
+	if len(events) != 1 || events[0].Kind != core.EventDailySummary || events[0].User != core.Admins ||
+		!strings.Contains(events[0].Data["en"], "GPU") || events[0].Data["zh"] == "" {
+		t.Errorf("events %+v; want one daily summary to the admins", events)
+	}
+	if _, err := scheduleSummary(chatConfig{zone: "UTC", summaryAt: "9am"}, e.Service, log); err == nil {
+		t.Error("--summary-at 9am accepted")
+	}
+	if run, err := scheduleSummary(chatConfig{zone: "UTC", summaryAt: "off"}, e.Service, log); run != nil || err != nil {
+		t.Errorf("off: %v, %v", run != nil, err)
 	}
 }
