@@ -99,7 +99,7 @@ var summaryWordsEN = summaryWords{
 }
 
 var summaryWordsZH = summaryWords{
-	title:     "GPU 周报：%s 至 %s (UTC)",
+	title:     "GPU 使用摘要：%s 至 %s (UTC)",
 	util:      "利用率 %s（%d 块 GPU）：已用 %s / %s GPU 小时。",
 	noUse:     "本期没有 GPU 使用。",
 	byProject: "按项目：", byUser: "按用户：", hours: " 小时", more: "另有 %d 个",

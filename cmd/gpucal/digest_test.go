@@ -153,7 +153,7 @@ func TestDigestDemo(t *testing.T) {
 		}
 	}
 	stdout, stderr, code = runHere(t, map[string]string{}, "digest", "--demo", "--lang", "zh", "--from", "2026-11-01", "--to", "+7d")
-	if code != 0 || !strings.Contains(stdout, "GPU 周报：2026-11-01 至 2026-11-07") || !strings.Contains(stdout, "本期没有 GPU 使用") {
+	if code != 0 || !strings.Contains(stdout, "GPU 使用摘要：2026-11-01 至 2026-11-07") || !strings.Contains(stdout, "本期没有 GPU 使用") {
 		t.Errorf("a week long before the demo's history: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if _, stderr, code := runHere(t, map[string]string{}, "digest", "--demo", "--lang", "fr"); code != 2 || !strings.Contains(stderr, "en or zh") {
