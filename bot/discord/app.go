@@ -64,6 +64,8 @@ type App struct {
 	buttons *buttonStore
 	seen    *seenSet       // interaction IDs already handled
 	work    sync.WaitGroup // answers still being finished
+	closing chan struct{}  // closed by Close: answers over HTTP in flight give up
+	close   sync.Once
 }
 
 // lateReply bounds how long an answer may take once Discord was told to
@@ -94,7 +96,7 @@ func New(svc *core.Service, h *bot.Handler, cfg Config) (*App, error) {
 		cfg.Admins[i] = strings.TrimSpace(a)
 	}
 	a := &App{svc: svc, handler: h, cfg: cfg, log: cfg.Logger.With("bot", "discord"),
-		buttons: newButtonStore(buttonTTL, 50000), seen: newSeenSet(freshness+time.Minute, 100000)}
+		buttons: newButtonStore(buttonTTL, 50000), seen: newSeenSet(freshness+time.Minute, 100000), closing: make(chan struct{})}
 	if cfg.PublicKey != "" {
 		k, err := hex.DecodeString(strings.TrimSpace(cfg.PublicKey))
 		if err != nil || len(k) != ed25519.PublicKeySize {
@@ -122,6 +124,11 @@ func New(svc *core.Service, h *bot.Handler, cfg Config) (*App, error) {
 
 // Wait waits for answers still being edited in after a deferred response.
 func (a *App) Wait() { a.work.Wait() }
+
+// Close makes answers still being finished for HTTP interactions give up
+// (they outlive their requests); Wait then returns promptly. The server
+// calls it when it shuts down; the gateway's work ends with RunGateway's ctx.
+func (a *App) Close() { a.close.Do(func() { close(a.closing) }) }
 
 // rewrite sends discordgo's requests for https://discord.com/api/v9/… to
 // another base URL. discordgo builds its URLs from package variables; a

@@ -61,7 +61,10 @@ func (a *App) serveInteraction(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), lateReply)
 	finished := a.interact(ctx, &i, func(resp *discordgo.InteractionResponse) { writeJSON(w, resp) })
 	go func() {
-		<-finished
+		select {
+		case <-finished:
+		case <-a.closing:
+		}
 		cancel()
 	}()
 }

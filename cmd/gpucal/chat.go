@@ -264,7 +264,10 @@ func setupDiscord(out *chat, c chatConfig, svc *core.Service, h *bot.Handler, zo
 		}
 		out.routes["/discord/"] = handler
 		out.parts = append(out.parts, app.RunRegistration)
-		out.closers = append(out.closers, app.Wait)
+		out.closers = append(out.closers, func() {
+			app.Close()
+			app.Wait()
+		})
 	default:
 		return usagef("--discord-mode %q: use gateway or http", c.discordHow)
 	}
