@@ -82,7 +82,7 @@ func (s *smtpServer) serve(c net.Conn) {
 			say("221 bye")
 			return
 		default:
-			say("502 not implemented")
+			say("502 5.5.2 command not recognized")
 		}
 	}
 }
