@@ -114,6 +114,15 @@ func New(svc *core.Service, h *bot.Handler, cfg Config) (*App, error) {
 // Wait waits for replies still being sent through response_url.
 func (a *App) Wait() { a.work.Wait() }
 
+// spawn runs f in the background as work Wait waits for.
+func (a *App) spawn(f func()) {
+	a.work.Add(1)
+	go func() {
+		defer a.work.Done()
+		f()
+	}()
+}
+
 // Close makes the work in flight give up (it still logs); Wait then
 // returns promptly. RunSocketMode closes the app when its ctx ends; in HTTP
 // mode the server calls Close when it shuts down.
@@ -245,12 +254,10 @@ func (a *App) runCommand(ctx context.Context, sc slackapi.SlashCommand, ack func
 	case <-timer.C:
 	}
 	ack(&slackapi.WebhookMessage{ResponseType: slackapi.ResponseTypeEphemeral, Text: "Working on it…"})
-	a.work.Add(1)
-	go func() {
-		defer a.work.Done()
+	a.spawn(func() {
 		defer close(finished)
 		a.respond(ctx, sc.ResponseURL, <-done, true)
-	}()
+	})
 	return finished
 }
 

@@ -91,12 +91,10 @@ func (a *App) serveInteraction(w http.ResponseWriter, r *http.Request, body []by
 		return
 	}
 	ctx, cancel := a.detached(r.Context(), lateReply)
-	a.work.Add(1)
-	go func() {
-		defer a.work.Done()
+	a.spawn(func() {
 		defer cancel()
 		a.press(ctx, cb)
-	}()
+	})
 }
 
 func (a *App) serveEvent(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -124,12 +122,10 @@ func (a *App) serveEvent(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	ctx, cancel := a.detached(r.Context(), lateReply)
-	a.work.Add(1)
-	go func() {
-		defer a.work.Done()
+	a.spawn(func() {
 		defer cancel()
 		a.event(ctx, ev)
-	}()
+	})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -76,26 +76,20 @@ func (a *App) consume(conn, ctx context.Context, sm *socketmode.Client) {
 				continue
 			}
 			req := *evt.Request
-			a.work.Add(1)
-			go func() {
-				defer a.work.Done()
+			a.spawn(func() {
 				<-a.runCommand(ctx, sc, func(m *slackapi.WebhookMessage) {
 					if err := sm.AckCtx(conn, req.EnvelopeID, m); err != nil {
 						a.log.Warn("could not ack a slash command", "err", err)
 					}
 				})
-			}()
+			})
 		case socketmode.EventTypeInteractive:
 			cb, ok := evt.Data.(slackapi.InteractionCallback)
 			if evt.Request != nil {
 				a.ack(conn, sm, evt.Request.EnvelopeID)
 			}
 			if ok {
-				a.work.Add(1)
-				go func() {
-					defer a.work.Done()
-					a.press(ctx, cb)
-				}()
+				a.spawn(func() { a.press(ctx, cb) })
 			}
 		case socketmode.EventTypeEventsAPI:
 			ev, ok := evt.Data.(slackevents.EventsAPIEvent)
@@ -103,11 +97,7 @@ func (a *App) consume(conn, ctx context.Context, sm *socketmode.Client) {
 				a.ack(conn, sm, evt.Request.EnvelopeID)
 			}
 			if ok {
-				a.work.Add(1)
-				go func() {
-					defer a.work.Done()
-					a.event(ctx, ev)
-				}()
+				a.spawn(func() { a.event(ctx, ev) })
 			}
 		}
 	}
