@@ -30,10 +30,7 @@ type Loop struct {
 // New returns a loop that replans svc every period and at most debounce
 // after a Kick. logger may be nil.
 func New(svc *core.Service, logger *slog.Logger, every, debounce time.Duration) *Loop {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	return &Loop{svc: svc, log: logger, every: every, debounce: debounce, kicks: make(chan struct{}, 1), replan: svc.Replan}
+	return &Loop{svc: svc, log: orDiscard(logger), every: every, debounce: debounce, kicks: make(chan struct{}, 1), replan: svc.Replan}
 }
 
 // Kick asks for a replan soon. It never blocks: kicks that arrive while

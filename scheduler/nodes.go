@@ -15,24 +15,11 @@ import (
 // counted silent for longer than that, so a restart does not mark the
 // fleet down. It returns nil when ctx ends.
 func WatchNodes(ctx context.Context, svc *core.Service, log *slog.Logger, every time.Duration, since time.Time, changed func()) error {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	log = orDiscard(log)
+	return everyTick(ctx, every, log, "checking nodes failed", func() error {
 		res, err := svc.CheckNodes(ctx, since)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return nil
-		case err != nil:
-			log.ErrorContext(ctx, "checking nodes failed", "err", err)
-			continue
+		if err != nil {
+			return err
 		}
 		for _, n := range res.Suspect {
 			log.WarnContext(ctx, "node suspect: heartbeats missed", "node", n)
@@ -43,5 +30,32 @@ func WatchNodes(ctx context.Context, svc *core.Service, log *slog.Logger, every 
 		if len(res.Down) > 0 && changed != nil {
 			changed()
 		}
+		return nil
+	})
+}
+
+// everyTick runs fn every period until ctx ends, and returns nil then. An
+// error of fn is logged with msg unless ctx ended meanwhile; the next tick
+// tries again.
+func everyTick(ctx context.Context, every time.Duration, log *slog.Logger, msg string, fn func() error) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := fn(); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, msg, "err", err)
+		}
 	}
+}
+
+// orDiscard is log, or a logger that drops everything when log is nil.
+func orDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
 }

@@ -13,24 +13,11 @@ import (
 // wrote after a watch that wrote events, so that they are delivered at
 // once. It returns nil when ctx ends.
 func Watch(ctx context.Context, svc *core.Service, log *slog.Logger, every time.Duration, wrote func()) error {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	log = orDiscard(log)
+	return everyTick(ctx, every, log, "the watch failed", func() error {
 		res, err := svc.Watch(ctx)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return nil
-		case err != nil:
-			log.ErrorContext(ctx, "the watch failed", "err", err)
-			continue
+		if err != nil {
+			return err
 		}
 		if n := res.Reminders + res.NoShows + res.Idle + res.Saturated; n > 0 {
 			log.DebugContext(ctx, "the watch found something to tell", "reminders", res.Reminders, "no_shows", res.NoShows,
@@ -39,5 +26,6 @@ func Watch(ctx context.Context, svc *core.Service, log *slog.Logger, every time.
 				wrote()
 			}
 		}
-	}
+		return nil
+	})
 }
