@@ -14,10 +14,7 @@ import (
 	"github.com/gpucal/gpucal/bot"
 	"github.com/gpucal/gpucal/bot/discord"
 	"github.com/gpucal/gpucal/core"
-	"github.com/gpucal/gpucal/core/coretest"
 	"github.com/gpucal/gpucal/notify"
-	"github.com/gpucal/gpucal/store"
-	"github.com/gpucal/gpucal/store/storetest"
 )
 
 // discordAPI is the part of Discord's REST API direct messages use,
@@ -62,25 +59,7 @@ func (c discordChannel) Send(ctx context.Context, user string, m notify.Message)
 // TestSlipNotifiedOnceDiscord is TestSlipNotifiedOnce over Discord: the
 // owner of a job that slips gets one direct message per event.
 func TestSlipNotifiedOnceDiscord(t *testing.T) {
-	ctx := context.Background()
-	db, err := store.Open(ctx, storetest.SQLite(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	clock := coretest.NewClock(coretest.Epoch)
-	svc := core.NewService(db, core.WithClock(clock.Now))
-	if _, err := svc.AddNode(ctx, core.System, coretest.Node("node-1").GPUs(8, "NVIDIA A100-SXM4-80GB").Build()); err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range []string{"alice", "bob", "ops"} {
-		if _, err := svc.AddUser(ctx, core.System, core.User{Name: u, Admin: u == "ops"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := svc.LinkChat(ctx, core.System, core.ChatIdentity{Platform: "discord", Team: "discord", ID: "42"}, "alice"); err != nil {
-		t.Fatal(err)
-	}
+	svc, clock := slipWorld(t, core.ChatIdentity{Platform: "discord", Team: "discord", ID: "42"})
 	api := &discordAPI{posts: map[string][]string{}}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
@@ -89,45 +68,14 @@ func TestSlipNotifiedOnceDiscord(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := notify.New(svc, notify.Config{Channels: map[string]notify.Channel{"discord": discordChannel{app, svc}}})
-	submit := func(a core.Actor, class core.JobClass, guess time.Duration) {
-		t.Helper()
-		if _, err := svc.Submit(ctx, a, core.SubmitRequest{GPUs: 8, Model: "a100", Class: class, Command: []string{"train"}, Hints: core.Hints{Guess: guess}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	round := func() {
-		t.Helper()
-		if _, err := svc.Replan(ctx, clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.Once(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	submit(core.Actor{User: "bob"}, core.ClassNormal, time.Hour)
-	submit(core.Actor{User: "alice"}, core.ClassNormal, 3*time.Hour)
-	round()
-	api.mu.Lock()
-	before := len(api.posts["D42"])
-	api.mu.Unlock()
-	submit(core.Actor{User: "ops", Admin: true}, core.ClassHigh, 3*time.Hour)
-	for range 3 {
-		round()
-		clock.Advance(time.Second)
-	}
+	var before int
+	playSlip(t, svc, clock, d, func() {
+		api.mu.Lock()
+		before = len(api.posts["D42"])
+		api.mu.Unlock()
+	})
 	api.mu.Lock()
 	got := api.posts["D42"][before:]
 	api.mu.Unlock()
-	var slips, moves int
-	for _, text := range got {
-		switch {
-		case strings.Contains(text, "is now expected to start at 13:00, not 10:00"):
-			slips++
-		case strings.Contains(text, "is now number 2 in the queue (was 1)"):
-			moves++
-		}
-	}
-	if slips != 1 || moves != 1 || len(got) != 2 {
-		t.Errorf("alice got %q on Discord after the slip; want one message about her start and one about her place", got)
-	}
+	wantSlipOnce(t, got, "is now expected to start at 13:00, not 10:00", "is now number 2 in the queue (was 1)")
 }

@@ -75,11 +75,10 @@ func (c slackChannel) Send(ctx context.Context, user string, m notify.Message) (
 	return id, err
 }
 
-// TestSlipNotifiedOnce is the path on a real database: a job
-// planned behind another slips when a high-priority job is queued ahead of
-// it; its owner gets one Slack message per event, however often the server
-// replans and the dispatcher runs.
-func TestSlipNotifiedOnce(t *testing.T) {
+// slipWorld is gpucal on SQLite with one 8×A100 node, users alice and
+// bob and the admin ops; alice is linked to the chat identity id.
+func slipWorld(t *testing.T, id core.ChatIdentity) (*core.Service, *coretest.Clock) {
+	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, storetest.SQLite(t), nil)
 	if err != nil {
@@ -96,26 +95,27 @@ func TestSlipNotifiedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := svc.LinkChat(ctx, core.System, core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U1"}, "alice"); err != nil {
+	if _, err := svc.LinkChat(ctx, core.System, id, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	api := &slackAPI{messages: map[string][]map[string]any{}}
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	app, err := slack.New(svc, bot.NewHandler(svc, bot.Config{}), slack.Config{BotToken: "xoxb-test", APIURL: srv.URL + "/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := notify.New(svc, notify.Config{Channels: map[string]notify.Channel{"slack": slackChannel{app}}})
-	actor := func(u string) core.Actor { return core.Actor{User: u} }
-	submit := func(user string, class core.JobClass, guess time.Duration) {
+	return svc, clock
+}
+
+// playSlip queues bob's one-hour job (it starts now) and alice's
+// three-hour one (planned at +1h), replans and delivers, calls between,
+// then queues ops's high-priority job ahead of alice's (her start slips
+// by three hours) and replans and delivers three times.
+func playSlip(t *testing.T, svc *core.Service, clock *coretest.Clock, d *notify.Dispatcher, between func()) {
+	t.Helper()
+	ctx := context.Background()
+	submit := func(a core.Actor, class core.JobClass, guess time.Duration) {
 		t.Helper()
-		if _, err := svc.Submit(ctx, actor(user), core.SubmitRequest{GPUs: 8, Model: "a100", Class: class, Command: []string{"train"},
+		if _, err := svc.Submit(ctx, a, core.SubmitRequest{GPUs: 8, Model: "a100", Class: class, Command: []string{"train"},
 			Hints: core.Hints{Guess: guess}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	replanAndDeliver := func() {
+	round := func() {
 		t.Helper()
 		if _, err := svc.Replan(ctx, clock.Now()); err != nil {
 			t.Fatal(err)
@@ -124,36 +124,58 @@ func TestSlipNotifiedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-
-	submit("bob", core.ClassNormal, time.Hour)     // the shorter: starts now
-	submit("alice", core.ClassNormal, 3*time.Hour) // planned at +1h
-	replanAndDeliver()
-	before := api.texts("DU1")
-	// alice writes /gpu in Chinese: what she is told from now on is in Chinese.
-	if err := svc.SetChatLang(ctx, core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U1"}, "zh"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Submit(ctx, core.Actor{User: "ops", Admin: true}, core.SubmitRequest{GPUs: 8, Model: "a100", Class: core.ClassHigh,
-		Command: []string{"urgent"}, Hints: core.Hints{Guess: 3 * time.Hour}}); err != nil { // ahead of alice's job: it slips by 3 h
-		t.Fatal(err)
-	}
+	submit(core.Actor{User: "bob"}, core.ClassNormal, time.Hour)
+	submit(core.Actor{User: "alice"}, core.ClassNormal, 3*time.Hour)
+	round()
+	between()
+	submit(core.Actor{User: "ops", Admin: true}, core.ClassHigh, 3*time.Hour)
 	for range 3 {
-		replanAndDeliver()
+		round()
 		clock.Advance(time.Second)
 	}
-	got := api.texts("DU1")[len(before):]
+}
+
+// wantSlipOnce checks that got is one message saying slip and one saying move.
+func wantSlipOnce(t *testing.T, got []string, slip, move string) {
+	t.Helper()
 	var slips, moves int
 	for _, text := range got {
 		switch {
-		case strings.Contains(text, "j2（train） 预计开始时间推迟到 13:00（原为 10:00）"):
+		case strings.Contains(text, slip):
 			slips++
-		case strings.Contains(text, "j2（train） 现在排第 2 位（之前第 1 位）"):
+		case strings.Contains(text, move):
 			moves++
 		}
 	}
 	if slips != 1 || moves != 1 || len(got) != 2 {
 		t.Errorf("alice got %q after the slip; want one message that her start moved later and one that her place did", got)
 	}
+}
+
+// TestSlipNotifiedOnce is the path on a real database: a job
+// planned behind another slips when a high-priority job is queued ahead of
+// it; its owner gets one Slack message per event, however often the server
+// replans and the dispatcher runs.
+func TestSlipNotifiedOnce(t *testing.T) {
+	id := core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U1"}
+	svc, clock := slipWorld(t, id)
+	api := &slackAPI{messages: map[string][]map[string]any{}}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	app, err := slack.New(svc, bot.NewHandler(svc, bot.Config{}), slack.Config{BotToken: "xoxb-test", APIURL: srv.URL + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := notify.New(svc, notify.Config{Channels: map[string]notify.Channel{"slack": slackChannel{app}}})
+	var before []string
+	playSlip(t, svc, clock, d, func() {
+		before = api.texts("DU1")
+		// alice writes /gpu in Chinese: what she is told from now on is in Chinese.
+		if err := svc.SetChatLang(context.Background(), id, "zh"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	wantSlipOnce(t, api.texts("DU1")[len(before):], "j2（train） 预计开始时间推迟到 13:00（原为 10:00）", "j2（train） 现在排第 2 位（之前第 1 位）")
 	seen := map[string]bool{}
 	for _, text := range api.texts("DU1") {
 		if seen[text] {
