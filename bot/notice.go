@@ -145,7 +145,12 @@ func Notice(e core.Event, lang string, loc *time.Location, now time.Time) Reply 
 	if !ok || job == "" && needsJob(e.Kind) {
 		return Reply{Text: e.Detail, Lang: "en"}
 	}
-	return Reply{Text: text, Lang: lang}
+	r := Reply{Text: text, Lang: lang}
+	if tail := d[core.DataLogTail]; tail != "" && e.Kind == core.EventFinished {
+		r.Text += say(lang, " The last lines of its log:", " 日志最后几行：")
+		r.Code = tail
+	}
+	return r
 }
 
 func needsJob(k core.EventKind) bool {

@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,30 @@ func TestNotice(t *testing.T) {
 				t.Errorf("%s in %s:\n got %q\nwant %q", e.Kind, lang, got, want[i][l])
 			}
 		}
+	}
+}
+
+// TestNoticeLogTail: a failed job's notice shows the end of its log as
+// code, in either language; Reply.String and CodeWithin keep whole last
+// lines and no fence.
+func TestNoticeLogTail(t *testing.T) {
+	e := core.Event{Kind: core.EventFinished, Data: map[string]string{"job": "j43", "state": "failed", "ran": "125", "how": "exit code 1",
+		"log_tail": "Traceback (most recent call last):\n  x = `y`\nRuntimeError: CUDA out of memory"}}
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	en, zh := bot.Notice(e, "en", time.UTC, now), bot.Notice(e, "zh", time.UTC, now)
+	if en.Text != "j43 failed after 2m: exit code 1. The last lines of its log:" || zh.Text != "j43 失败，运行了 2m：exit code 1。 日志最后几行：" {
+		t.Errorf("texts %q, %q", en.Text, zh.Text)
+	}
+	if en.Code != e.Data["log_tail"] || en.String() != en.Text+"\n"+e.Data["log_tail"] {
+		t.Errorf("code %q, string %q", en.Code, en.String())
+	}
+	if got := en.CodeWithin(40); got != "RuntimeError: CUDA out of memory" {
+		t.Errorf("CodeWithin(40) = %q; want the last whole line", got)
+	}
+	if got := en.CodeWithin(1000); strings.Contains(got, "`") {
+		t.Errorf("CodeWithin kept a backtick: %q", got)
+	}
+	if got := (bot.Reply{Code: "ab长长"}).CodeWithin(4); got != "长" {
+		t.Errorf("one long line cut to %q; want whole characters from its end", got)
 	}
 }

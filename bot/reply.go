@@ -12,6 +12,9 @@ type Reply struct {
 	Lines   []string // list entries, one per line (queue rows, bookings)
 	Fields  []Field  // label–value pairs (reservation, GPUs, window)
 	Buttons []Button
+	// Code is preformatted text shown as is, in a monospaced block (the
+	// last lines of a failed job's log).
+	Code string
 	// Error says the command changed nothing; Text says why and how to
 	// phrase it instead.
 	Error bool
@@ -39,8 +42,8 @@ const (
 	StyleDanger  = "danger"
 )
 
-// String renders r as plain text: the headline, the fields, the lines and
-// the buttons' labels in brackets.
+// String renders r as plain text: the headline, the fields, the lines, the
+// code and the buttons' labels in brackets.
 func (r Reply) String() string {
 	var b strings.Builder
 	b.WriteString(r.Text)
@@ -49,6 +52,9 @@ func (r Reply) String() string {
 	}
 	for _, l := range r.Lines {
 		b.WriteString("\n" + l)
+	}
+	if r.Code != "" {
+		b.WriteString("\n" + r.Code)
 	}
 	if len(r.Buttons) > 0 {
 		b.WriteString("\n")
@@ -60,4 +66,23 @@ func (r Reply) String() string {
 		}
 	}
 	return b.String()
+}
+
+// CodeWithin returns r.Code for a fenced block of at most n bytes: its
+// first lines go until the rest fits (the end of a log matters most), and
+// backticks become look-alikes so that no fence closes early.
+func (r Reply) CodeWithin(n int) string {
+	code := strings.ReplaceAll(r.Code, "`", "ˋ")
+	for len(code) > n {
+		i := strings.IndexByte(code, '\n')
+		if i < 0 {
+			cut := len(code) - n
+			for cut < len(code) && code[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
+				cut++
+			}
+			return code[cut:]
+		}
+		code = code[i+1:]
+	}
+	return code
 }

@@ -75,6 +75,10 @@ const (
 	DataAttempts    = "attempts"    // of a failed notification
 	DataChannel     = "channel"     // of a failed notification
 	DataRecipient   = "recipient"   // of a failed notification
+	// DataLogTail is the last lines of a failed job's log, as the server
+	// has them when the notice is claimed for sending (not stored with the
+	// event).
+	DataLogTail = "log_tail"
 )
 
 func stampData(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -63,6 +64,7 @@ const MaxEventAge = time.Hour
 // the end of their quiet hours; and every Admins event once more to each group channel in
 // groups (a team chat's robot), addressed to Admins. It returns how many
 // deliveries it added. An event nobody can be reached for is passed over.
+// A failed job's notice waits up to LogWait for the rest of its log.
 // Running it twice, or on two replicas, adds nothing twice.
 func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, error) {
 	now := s.Now()
@@ -88,6 +90,13 @@ func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, e
 		var ds []Delivery
 		ids := make([]int64, 0, len(events))
 		for _, e := range events {
+			if failureNotice(e) && now.Sub(e.At) < LogWait {
+				if done, err := logComplete(ctx, tx, e.Job); err != nil {
+					return err
+				} else if !done {
+					continue // its log's last lines are on their way: next round
+				}
+			}
 			ids = append(ids, e.ID)
 			if now.Sub(e.At) > MaxEventAge {
 				continue
@@ -155,7 +164,8 @@ func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, e
 // ClaimDeliveries takes up to limit deliveries that are due, pending or
 // left sending by a sender whose lease ran out, over the given channels,
 // and leases them to the caller until now + lease. Each claim counts as an
-// attempt.
+// attempt. A failed job's notice comes with the last lines of its log in
+// Data[DataLogTail].
 func (s *Service) ClaimDeliveries(ctx context.Context, channels []string, lease time.Duration, limit int) ([]Delivery, error) {
 	now := s.Now()
 	var out []Delivery
@@ -170,6 +180,16 @@ func (s *Service) ClaimDeliveries(ctx context.Context, channels []string, lease 
 			d.State, d.Attempts, d.ClaimedUntil = DeliverySending, d.Attempts+1, now.Add(lease)
 			if err := tx.UpdateDelivery(ctx, d, was); err != nil {
 				return err
+			}
+			if failureNotice(d.Event) {
+				tail, err := logTail(ctx, tx, d.Event.Job)
+				if err != nil && ErrorCode(err) != CodeNotFound {
+					return err
+				}
+				if tail != "" {
+					d.Event.Data = maps.Clone(d.Event.Data)
+					d.Event.Data[DataLogTail] = tail
+				}
 			}
 			out = append(out, d)
 		}

@@ -544,6 +544,15 @@ func TestDirectMessage(t *testing.T) {
 		t.Errorf("calls %+v; want the DM channel opened and the message posted", calls)
 	}
 
+	// The end of a failed job's log goes last, in a code block.
+	if err := f.app.DM(ctx, "alice", bot.Reply{Text: "j43 failed: exit code 1. The last lines of its log:", Code: "x = `y`\nRuntimeError: boom"}); err != nil {
+		t.Fatal(err)
+	}
+	calls = f.discord.take()
+	if want := "j43 failed: exit code 1. The last lines of its log:\n```\nx = ˋyˋ\nRuntimeError: boom\n```"; len(calls) != 2 || calls[1].Body["content"] != want {
+		t.Errorf("calls %+v; want content %q", calls, want)
+	}
+
 	// carol does not accept direct messages: the fallback channel mentions her.
 	if err := f.app.DM(ctx, "carol", bot.Reply{Text: "r7 starts in 10 minutes."}); err != nil {
 		t.Fatal(err)

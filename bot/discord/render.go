@@ -59,6 +59,12 @@ func (a *App) render(r bot.Reply) message {
 	if r.Error {
 		text = "⚠️ " + text
 	}
+	if r.Code != "" {
+		// The code goes at the end of the content, whole lines of it, after
+		// as much of the text as leaves room for a few of them.
+		text = clip(text, maxContent/2)
+		text += "\n```\n" + r.CodeWithin(maxContent-len(text)-len("\n```\n\n```")) + "\n```"
+	}
 	m := message{Content: clip(text, maxContent), Embeds: []*discordgo.MessageEmbed{}, Components: []discordgo.MessageComponent{}}
 	if len(r.Fields) > 0 || len(r.Lines) > 0 {
 		e := &discordgo.MessageEmbed{Color: colourInfo}

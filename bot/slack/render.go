@@ -41,7 +41,7 @@ func markdown(s string) *slackapi.TextBlockObject {
 	return slackapi.NewTextBlockObject(slackapi.MarkdownType, clip(s, maxSectionText), false, false)
 }
 
-// blocks renders a reply: its text, fields, lines and buttons.
+// blocks renders a reply: its text, fields, lines, code and buttons.
 func blocks(r bot.Reply) []slackapi.Block {
 	text := escape(r.Text)
 	if r.Error {
@@ -67,6 +67,11 @@ func blocks(r bot.Reply) []slackapi.Block {
 			b.WriteString(escape(l))
 		}
 		out = append(out, slackapi.NewSectionBlock(markdown(b.String()), nil, nil))
+	}
+	if r.Code != "" {
+		// Escaped before it is fitted: the entities count against the limit.
+		code := bot.Reply{Code: escape(r.Code)}.CodeWithin(maxSectionText - 2*len("```"))
+		out = append(out, slackapi.NewSectionBlock(markdown("```"+code+"```"), nil, nil))
 	}
 	var buttons []slackapi.BlockElement
 	for i, bt := range r.Buttons {

@@ -608,10 +608,23 @@ func TestNotify(t *testing.T) {
 	}
 	f.slack.mu.Lock()
 	posts := len(f.slack.posted)
-	f.slack.limited = 1
 	f.slack.mu.Unlock()
 	if posts != 1 {
 		t.Errorf("%d posts; want 1", posts)
+	}
+	// A failed job's notice shows the end of its log as a code block, escaped.
+	failed := core.Event{Kind: core.EventFinished, Data: map[string]string{"job": "j2", "state": "failed", "how": "exit code 1",
+		"log_tail": "loss <nan> & diverged\nRuntimeError: boom"}}
+	if _, err := f.app.Notify(ctx, "alice", slack.Notice{Key: "finished:j2→alice→slack", Event: failed}); err != nil {
+		t.Fatal(err)
+	}
+	f.slack.mu.Lock()
+	last := f.slack.posted[len(f.slack.posted)-1]
+	f.slack.posted = f.slack.posted[:posts]
+	f.slack.limited = 1
+	f.slack.mu.Unlock()
+	if !strings.Contains(last, "The last lines of its log:") || !strings.Contains(last, "```loss \\u0026lt;nan\\u0026gt; \\u0026amp; diverged\\nRuntimeError: boom```") {
+		t.Errorf("the failure notice: %s", last)
 	}
 	_, err = f.app.Notify(ctx, "alice", slack.Notice{Key: "other", Event: core.Event{Detail: "x"}})
 	if wait, ok := slack.RetryAfter(err); !ok || wait != 7*time.Second {

@@ -120,7 +120,7 @@ func groupChannels(svc *core.Service, cfg chatConfig, zone *time.Location, pace 
 		for i := 2; out[name] != nil; i++ {
 			name = fmt.Sprintf("%s-%d", rc.Kind, i)
 		}
-		rc.Render = func(m notify.Message) string { return bot.Notice(m.Event, cfg.groupsLang, zone, svc.Now()).Text }
+		rc.Render = func(m notify.Message) string { return bot.Notice(m.Event, cfg.groupsLang, zone, svc.Now()).String() }
 		r, err := robots.New(rc)
 		if err != nil {
 			return nil, usagef("GPUCAL_NOTIFY_GROUPS: %v", err)
@@ -149,12 +149,12 @@ func newMailer(svc *core.Service, smtpURL string, zone *time.Location) (*email.M
 		if ids, err := svc.ChatUsers(ctx, user); err == nil && len(ids) > 0 {
 			lang, loc = ids[0].Lang, ids[0].Location(zone)
 		}
-		text := bot.Notice(m.Event, lang, loc, svc.Now()).Text
-		subject := text
+		r := bot.Notice(m.Event, lang, loc, svc.Now())
+		subject := r.Text
 		if r := []rune(subject); len(r) > 70 {
 			subject = string(r[:69]) + "…"
 		}
-		return "gpucal: " + subject, text + "\n\n— gpucal (change what you are told: gpucal notices)\n"
+		return "gpucal: " + subject, r.String() + "\n\n— gpucal (change what you are told: gpucal notices)\n"
 	}
 	m, err := email.New(cfg)
 	if err != nil {

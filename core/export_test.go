@@ -1,0 +1,4 @@
+package core
+
+// CleanTail exports cleanTail to the tests.
+var CleanTail = cleanTail
