@@ -60,9 +60,10 @@ const MaxEventAge = time.Hour
 // FanOut turns the events written since the last call into deliveries: to
 // the event's user, or to every admin for Admins, over each channel in
 // channels the recipient can be reached on (the platforms of their chat
-// identities), leaving out the kinds they muted and holding back until
-// the end of their quiet hours; and every Admins event once more to each group channel in
-// groups (a team chat's robot), addressed to Admins. It returns how many
+// identities) and they chose for the kind (NotifyPrefs.Via), leaving out
+// the kinds they muted and holding back until the end of their quiet
+// hours; and every Admins event once more to each group channel in groups
+// (a team chat's robot), addressed to Admins. It returns how many
 // deliveries it added. An event nobody can be reached for is passed over.
 // A failed job's notice waits up to LogWait for the rest of its log.
 // Running it twice, or on two replicas, adds nothing twice.
@@ -140,7 +141,7 @@ func (s *Service) FanOut(ctx context.Context, channels, groups []string) (int, e
 					}
 					reach[user] = chans
 				}
-				for _, ch := range chans {
+				for _, ch := range p.channels(e.Kind, chans) {
 					ds = append(ds, Delivery{Event: e, User: user, Channel: ch, DedupKey: e.DedupKey + "→" + user + "→" + ch,
 						State: DeliveryPending, AvailableAt: due, CreatedAt: now})
 				}

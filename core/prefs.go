@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/mail"
 	"slices"
 	"strconv"
@@ -11,15 +12,51 @@ import (
 )
 
 // NotifyPrefs is what a person wants to hear about: the event kinds they
-// muted and their quiet hours, [QuietFrom, QuietTo) in minutes after
-// midnight in Zone (QuietFrom == QuietTo: none). A notice that falls in
-// quiet hours waits for their end; a muted kind is not sent.
+// muted, their quiet hours, [QuietFrom, QuietTo) in minutes after
+// midnight in Zone (QuietFrom == QuietTo: none), and the channels they
+// want each kind on. A notice that falls in quiet hours waits for their
+// end; a muted kind is not sent.
 type NotifyPrefs struct {
 	User      string
 	Muted     []EventKind
 	QuietFrom int
 	QuietTo   int
 	Zone      string // IANA; "UTC" when unset
+	// Via names the channels (PersonalChannels) a kind of notice goes to;
+	// the kind AnyEvent ("*") stands for every kind not named. A kind
+	// without a choice goes to every channel the person can be reached on,
+	// and so does one whose chosen channels cannot reach them (no email
+	// address, say): a choice never silences a notice; muting does.
+	Via map[EventKind][]string
+}
+
+// AnyEvent is the key of NotifyPrefs.Via for every kind not named.
+const AnyEvent EventKind = "*"
+
+// PersonalChannels are the channels a person may choose in
+// NotifyPrefs.Via: direct messages in Slack or Discord, and email.
+var PersonalChannels = []string{"slack", "discord", ChannelEmail}
+
+// channels returns the channels among reach that a notice of kind goes
+// to, by the person's choice (see Via).
+func (p NotifyPrefs) channels(kind EventKind, reach []string) []string {
+	want, ok := p.Via[kind]
+	if !ok {
+		want = p.Via[AnyEvent]
+	}
+	if len(want) == 0 {
+		return reach
+	}
+	var out []string
+	for _, ch := range reach {
+		if slices.Contains(want, ch) {
+			out = append(out, ch)
+		}
+	}
+	if len(out) == 0 {
+		return reach
+	}
+	return out
 }
 
 // Mutable lists the event kinds a person may mute: everything but what the
@@ -64,6 +101,19 @@ func (p NotifyPrefs) check() error {
 			return Errorf(CodeInvalid, "%q is not an event one can mute; the events are listed in docs/notifications.md", k)
 		}
 	}
+	for k, chans := range p.Via {
+		if k != AnyEvent && !slices.Contains(Mutable, k) {
+			return Errorf(CodeInvalid, "%q is not an event kind; the events are listed in docs/notifications.md", k)
+		}
+		if len(chans) == 0 {
+			return Errorf(CodeInvalid, "choose at least one channel for %s, or none at all to have it everywhere", k)
+		}
+		for _, ch := range chans {
+			if !slices.Contains(PersonalChannels, ch) {
+				return Errorf(CodeInvalid, "%q is not a channel; choose among %s", ch, strings.Join(PersonalChannels, ", "))
+			}
+		}
+	}
 	if p.QuietFrom < 0 || p.QuietFrom >= 24*60 || p.QuietTo < 0 || p.QuietTo >= 24*60 {
 		return Errorf(CodeInvalid, "quiet hours are times of day, 00:00 to 23:59")
 	}
@@ -103,13 +153,18 @@ func (s *Service) SetNotifyPrefs(ctx context.Context, a Actor, p NotifyPrefs) (N
 	}
 	slices.Sort(p.Muted)
 	p.Muted = slices.Compact(p.Muted)
+	for k, chans := range p.Via {
+		chans = slices.Clone(chans)
+		slices.Sort(chans)
+		p.Via[k] = slices.Compact(chans)
+	}
 	now := s.Now()
 	err := s.store.Update(ctx, func(tx Tx) error {
 		if err := tx.SetNotifyPrefs(ctx, p); err != nil {
 			return err
 		}
 		return tx.Audit(ctx, AuditEntry{At: now, Actor: a.User, Action: "user.notify", Object: "user/" + p.User,
-			Detail: fmt.Sprintf("muted %v, quiet %02d:%02d–%02d:%02d %s", p.Muted, p.QuietFrom/60, p.QuietFrom%60, p.QuietTo/60, p.QuietTo%60, p.Zone)})
+			Detail: fmt.Sprintf("muted %v, quiet %02d:%02d–%02d:%02d %s, via %s", p.Muted, p.QuietFrom/60, p.QuietFrom%60, p.QuietTo/60, p.QuietTo%60, p.Zone, FormatVia(p.Via))})
 	})
 	return p, err
 }
@@ -189,4 +244,56 @@ func CheckEmail(email string) error {
 		return Errorf(CodeInvalid, "%q is not an email address; write it like alice@example.org", email)
 	}
 	return nil
+}
+
+// FormatVia writes channel choices as ParseVia reads them: "*=slack;
+// finished=email,slack", kinds in order with "*" first; "" for none.
+func FormatVia(via map[EventKind][]string) string {
+	kinds := slices.Sorted(maps.Keys(via)) // "*" sorts before any kind
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		parts = append(parts, string(k)+"="+strings.Join(via[k], ","))
+	}
+	return strings.Join(parts, ";")
+}
+
+// ParseVia reads channel choices written "slack,email" (every kind),
+// "finished=email" (one kind), or several of them separated by ";"; a kind
+// written "=default" (or "default" alone, for every kind) drops its
+// choice. It changes a copy of via and returns it; the result is checked
+// when the preferences are stored.
+func ParseVia(via map[EventKind][]string, s string) (map[EventKind][]string, error) {
+	out := maps.Clone(via)
+	if out == nil {
+		out = map[EventKind][]string{}
+	}
+	for part := range strings.SplitSeq(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		kind, list, ok := strings.Cut(part, "=")
+		if !ok {
+			kind, list = string(AnyEvent), part
+		}
+		kind = strings.TrimSpace(kind)
+		if kind == "" {
+			return nil, Errorf(CodeInvalid, "channels %q: write them like slack,email or finished=email", part)
+		}
+		var chans []string
+		for ch := range strings.SplitSeq(list, ",") {
+			if ch = strings.ToLower(strings.TrimSpace(ch)); ch != "" {
+				chans = append(chans, ch)
+			}
+		}
+		switch {
+		case len(chans) == 1 && chans[0] == "default":
+			delete(out, EventKind(kind))
+		case len(chans) == 0:
+			return nil, Errorf(CodeInvalid, "channels %q: name at least one of %s, or default", part, strings.Join(PersonalChannels, ", "))
+		default:
+			out[EventKind(kind)] = chans
+		}
+	}
+	return out, nil
 }

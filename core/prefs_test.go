@@ -149,3 +149,47 @@ func TestEmail(t *testing.T) {
 		t.Errorf("bob set someone's email: %v", err)
 	}
 }
+
+func TestParseVia(t *testing.T) {
+	start := map[core.EventKind][]string{core.AnyEvent: {"slack"}, core.EventFinished: {"email"}}
+	for _, c := range []struct{ in, want string }{
+		{"", "*=slack;finished=email"},
+		{"discord", "*=discord;finished=email"},
+		{"started=Discord, Email", "*=slack;finished=email;started=discord,email"},
+		{"finished=default", "*=slack"},
+		{"default; started=slack", "finished=email;started=slack"},
+	} {
+		got, err := core.ParseVia(start, c.in)
+		if err != nil || core.FormatVia(got) != c.want {
+			t.Errorf("ParseVia(%q) = %q, %v; want %q", c.in, core.FormatVia(got), err, c.want)
+		}
+	}
+	if core.FormatVia(start) != "*=slack;finished=email" {
+		t.Errorf("ParseVia changed its argument: %v", start)
+	}
+	for _, bad := range []string{"finished=", "=slack", " ; =x"} {
+		if _, err := core.ParseVia(nil, bad); core.ErrorCode(err) != core.CodeInvalid {
+			t.Errorf("ParseVia(%q): %v; want invalid", bad, err)
+		}
+	}
+}
+
+// FuzzParseVia: what ParseVia reads, FormatVia writes back to the same.
+func FuzzParseVia(f *testing.F) {
+	for _, s := range []string{"slack", "finished=email,slack;*=discord", "default", "x=default;;", "a=b=c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		via, err := core.ParseVia(nil, s)
+		if err != nil {
+			return
+		}
+		again, err := core.ParseVia(nil, core.FormatVia(via))
+		if err != nil {
+			t.Fatalf("%q: its own format %q does not read back: %v", s, core.FormatVia(via), err)
+		}
+		if core.FormatVia(again) != core.FormatVia(via) {
+			t.Fatalf("%q: %q then %q", s, core.FormatVia(via), core.FormatVia(again))
+		}
+	})
+}

@@ -222,6 +222,49 @@ func TestMutedAndQuiet(t *testing.T) {
 	}
 }
 
+// TestChannelChoice: a person's choice of channel per kind decides where
+// each notice goes; a choice that cannot reach them (no email address)
+// falls back to every channel that can.
+func TestChannelChoice(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	mail := &fakeChannel{}
+	if err := f.env.Service.SetEmail(ctx, core.System, "alice", "alice@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	for user, via := range map[string]string{"alice": "discord;finished=email", "bob": "email"} {
+		choice, err := core.ParseVia(nil, via)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.env.Service.SetNotifyPrefs(ctx, core.System, core.NotifyPrefs{User: user, Zone: "UTC", Via: choice}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := f.dispatcher(notify.Config{Channels: map[string]notify.Channel{"slack": f.slack, "discord": f.discord, core.ChannelEmail: mail}})
+	f.emit(t, event(core.EventStarted, "alice", "started:j1", "j1 started"), event(core.EventFinished, "alice", "finished:j1", "j1 finished"),
+		event(core.EventStarted, "bob", "started:j2", "j2 started"))
+	once(t, d)
+	for _, c := range []struct {
+		ch   *fakeChannel
+		user string
+		want []string
+	}{
+		{f.discord, "alice", []string{"j1 started"}},
+		{mail, "alice", []string{"j1 finished"}},
+		{f.slack, "alice", nil},
+		{f.slack, "bob", []string{"j2 started"}}, // he chose email but has no address
+	} {
+		if got := c.ch.received(c.user); !slices.Equal(got, c.want) {
+			t.Errorf("%s got %q; want %q", c.user, got, c.want)
+		}
+	}
+	if _, err := f.env.Service.SetNotifyPrefs(ctx, core.System, core.NotifyPrefs{User: "bob", Zone: "UTC",
+		Via: map[core.EventKind][]string{"finished": {"pager"}}}); core.ErrorCode(err) != core.CodeInvalid {
+		t.Errorf("an unknown channel: %v", err)
+	}
+}
+
 // TestPruneSettled: a month later, events whose deliveries were all
 // settled are pruned with them; one still being retried stays.
 func TestPruneSettled(t *testing.T) {

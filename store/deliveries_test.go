@@ -139,7 +139,8 @@ func TestNotifyPrefsStore(t *testing.T) {
 		if p.User != "alice" || p.Zone != "UTC" || len(p.Muted) != 0 || p.QuietFrom != p.QuietTo {
 			t.Errorf("defaults: %+v", p)
 		}
-		want := core.NotifyPrefs{User: "alice", Muted: []core.EventKind{"position_changed", "starts_soon"}, QuietFrom: 1320, QuietTo: 480, Zone: "Europe/Berlin"}
+		want := core.NotifyPrefs{User: "alice", Muted: []core.EventKind{"position_changed", "starts_soon"}, QuietFrom: 1320, QuietTo: 480, Zone: "Europe/Berlin",
+			Via: map[core.EventKind][]string{core.AnyEvent: {"slack"}, "finished": {"discord", "email"}}}
 		update(t, f.db, func(tx core.Tx) error { return tx.SetNotifyPrefs(ctx, core.NotifyPrefs{User: "alice", Zone: "UTC"}) })
 		update(t, f.db, func(tx core.Tx) error { return tx.SetNotifyPrefs(ctx, want) })
 		view(t, f.db, func(tx core.Tx) (err error) { p, err = tx.NotifyPrefs(ctx, "alice"); return err })

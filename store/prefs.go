@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -18,6 +19,7 @@ type notifyPrefsRow struct {
 	QuietFrom     int    `bun:"quiet_from"`
 	QuietTo       int    `bun:"quiet_to"`
 	Zone          string `bun:"tz"`
+	Via           string `bun:"via"`
 }
 
 // NotifyPrefs implements core.Tx.
@@ -35,6 +37,11 @@ func (t *tx) NotifyPrefs(ctx context.Context, user string) (core.NotifyPrefs, er
 			p.Muted = append(p.Muted, core.EventKind(k))
 		}
 	}
+	if row.Via != "" {
+		if p.Via, err = core.ParseVia(nil, row.Via); err != nil {
+			return core.NotifyPrefs{}, fmt.Errorf("notification settings of %s: %w", user, err)
+		}
+	}
 	return p, nil
 }
 
@@ -44,10 +51,10 @@ func (t *tx) SetNotifyPrefs(ctx context.Context, p core.NotifyPrefs) error {
 	for i, k := range p.Muted {
 		muted[i] = string(k)
 	}
-	row := notifyPrefsRow{User: p.User, Muted: strings.Join(muted, ","), QuietFrom: p.QuietFrom, QuietTo: p.QuietTo, Zone: p.Zone}
+	row := notifyPrefsRow{User: p.User, Muted: strings.Join(muted, ","), QuietFrom: p.QuietFrom, QuietTo: p.QuietTo, Zone: p.Zone, Via: core.FormatVia(p.Via)}
 	_, err := t.db.NewInsert().Model(&row).
 		On("CONFLICT (user_name) DO UPDATE").
-		Set("muted = EXCLUDED.muted, quiet_from = EXCLUDED.quiet_from, quiet_to = EXCLUDED.quiet_to, tz = EXCLUDED.tz").Exec(ctx)
+		Set("muted = EXCLUDED.muted, quiet_from = EXCLUDED.quiet_from, quiet_to = EXCLUDED.quiet_to, tz = EXCLUDED.tz, via = EXCLUDED.via").Exec(ctx)
 	if err != nil {
 		if isForeignKey(err) {
 			return notFound("user %s", p.User)

@@ -15,12 +15,19 @@ type NotifyPrefs struct {
 	Quiet string   `json:"quiet"`
 	Zone  string   `json:"zone"`
 	Email string   `json:"email"`
+	// Via is the channels ("slack", "discord", "email") each kind of
+	// notice goes to, "*" for every kind not named; a kind without an
+	// entry goes everywhere the person can be reached.
+	Via map[string][]string `json:"via"`
 }
 
 func notifyPrefsJSON(p core.NotifyPrefs) NotifyPrefs {
-	out := NotifyPrefs{Muted: []string{}, Zone: p.Zone}
+	out := NotifyPrefs{Muted: []string{}, Zone: p.Zone, Via: map[string][]string{}}
 	for _, k := range p.Muted {
 		out.Muted = append(out.Muted, string(k))
+	}
+	for k, chans := range p.Via {
+		out.Via[string(k)] = chans
 	}
 	if p.QuietFrom != p.QuietTo {
 		out.Quiet = fmt.Sprintf("%02d:%02d-%02d:%02d", p.QuietFrom/60, p.QuietFrom%60, p.QuietTo/60, p.QuietTo%60)
@@ -56,6 +63,12 @@ func (s *Server) handleSetNotifyPrefs(w http.ResponseWriter, r *http.Request, a 
 	p := core.NotifyPrefs{User: r.PathValue("name"), QuietFrom: from, QuietTo: to, Zone: req.Zone}
 	for _, k := range req.Muted {
 		p.Muted = append(p.Muted, core.EventKind(k))
+	}
+	if len(req.Via) > 0 {
+		p.Via = make(map[core.EventKind][]string, len(req.Via))
+		for k, chans := range req.Via {
+			p.Via[core.EventKind(k)] = chans
+		}
 	}
 	// Both are checked before either is stored: bad input changes nothing.
 	if err := core.CheckEmail(req.Email); err != nil {

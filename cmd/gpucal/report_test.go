@@ -52,4 +52,20 @@ func TestNoticesCLI(t *testing.T) {
 	if out, _, _ = s.cli("notices", "--mute", "none", "--quiet", "off"); out != "Notices to admin: muted nothing; quiet hours none.\n" {
 		t.Errorf("reset: %s", out)
 	}
+	out, errOut, code = s.cli("notices", "--via", "discord", "--via", "finished=email,slack")
+	if want := "Notices to admin: muted nothing; quiet hours none.\nChannels: every kind by discord; finished by email,slack.\n"; code != 0 || out != want {
+		t.Errorf("--via: exit %d\n%s%swant\n%s", code, out, errOut, want)
+	}
+	for _, bad := range []string{"pager", "finishd=email", "finished="} {
+		if _, errOut, code = s.cli("notices", "--via", bad); code == 0 || errOut == "" {
+			t.Errorf("--via %s: exit %d, %q", bad, code, errOut)
+		}
+	}
+	out, _, _ = s.cli("notices", "--via", "finished=default")
+	if want := "Notices to admin: muted nothing; quiet hours none.\nChannels: every kind by discord.\n"; out != want {
+		t.Errorf("after finished=default:\n%swant\n%s", out, want)
+	}
+	if out, _, _ = s.cli("notices", "--via", "default"); out != "Notices to admin: muted nothing; quiet hours none.\n" {
+		t.Errorf("after default: %s", out)
+	}
 }

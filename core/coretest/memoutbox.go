@@ -161,8 +161,7 @@ func (tx *memTx) PruneEvents(ctx context.Context, before time.Time) (int64, erro
 // NotifyPrefs implements core.Tx.
 func (tx *memTx) NotifyPrefs(ctx context.Context, user string) (core.NotifyPrefs, error) {
 	if p, ok := tx.d.prefs[user]; ok {
-		p.Muted = slices.Clone(p.Muted)
-		return p, nil
+		return clonePrefs(p), nil
 	}
 	return core.NotifyPrefs{User: user, Zone: "UTC"}, nil
 }
@@ -178,7 +177,20 @@ func (tx *memTx) SetNotifyPrefs(ctx context.Context, p core.NotifyPrefs) error {
 	if tx.d.prefs == nil {
 		tx.d.prefs = map[string]core.NotifyPrefs{}
 	}
-	p.Muted = slices.Clone(p.Muted)
-	tx.d.prefs[p.User] = p
+	tx.d.prefs[p.User] = clonePrefs(p)
 	return nil
+}
+
+// clonePrefs copies p deeply: what a transaction stores or returns
+// must not alias what the caller keeps.
+func clonePrefs(p core.NotifyPrefs) core.NotifyPrefs {
+	p.Muted = slices.Clone(p.Muted)
+	if p.Via != nil {
+		via := make(map[core.EventKind][]string, len(p.Via))
+		for k, v := range p.Via {
+			via[k] = slices.Clone(v)
+		}
+		p.Via = via
+	}
+	return p
 }
