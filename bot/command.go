@@ -19,6 +19,7 @@ const (
 	KindExtend   Kind = "extend"   // extend a reservation
 	KindRelease  Kind = "release"  // give the rest of an active reservation back
 	KindTZ       Kind = "tz"       // set my time zone
+	KindNotify   Kind = "notify"   // what I am told, when and where
 	KindHelp     Kind = "help"     // what /gpu can do
 	KindWeb      Kind = "web"      // a sign-in link to the web calendar
 )
@@ -48,6 +49,8 @@ type Command struct {
 	By Duration `json:"by,omitempty"`
 	// Zone is the IANA zone "tz" sets ("Europe/Berlin", "Asia/Shanghai").
 	Zone string `json:"zone,omitempty"`
+	// Notify is what "notify" changes; nil shows the settings.
+	Notify *NotifyChange `json:"notify,omitempty"`
 
 	// Relative says the input named its times relative to now ("tomorrow",
 	// "tonight", "下周一"); replies echo the absolute date and time.

@@ -107,6 +107,8 @@ func (h *Handler) Execute(ctx context.Context, req Request, cmd Command) Reply {
 		r = h.release(ctx, req, cmd)
 	case KindTZ:
 		r = h.setZone(ctx, req, cmd)
+	case KindNotify:
+		r = h.notices(ctx, req, cmd)
 	case KindWeb:
 		r = h.web(cmd)
 	case KindHelp:
@@ -148,7 +150,7 @@ func help(lang string) Reply {
 			"/gpu 什么时候能用8张H100跑12小时",
 			"/gpu 排队 · /gpu 我的 · /gpu 状态 · /gpu 日历",
 			"/gpu 取消 r42 · /gpu 延长 r42 1小时 · /gpu 释放 r42",
-			"/gpu tz Asia/Shanghai — 设置你的时区",
+			"/gpu tz Asia/Shanghai — 设置你的时区 · /gpu 通知 — 通知设置（静音、免打扰、渠道）",
 		}}
 	}
 	return Reply{Text: "/gpu books GPUs, tells you when jobs will run, and manages your bookings. For example:", Lines: []string{
@@ -158,6 +160,7 @@ func help(lang string) Reply {
 		"/gpu queue · /gpu mine · /gpu status · /gpu calendar",
 		"/gpu cancel r42 · /gpu extend r42 1h · /gpu release r42",
 		"/gpu tz Europe/Berlin — set your time zone · /gpu web — the web calendar",
+		"/gpu notify — what you are told, when and where (mute, quiet hours, channels)",
 	}}
 }
 

@@ -203,3 +203,37 @@ func TestAmbiguousBookingAsksFirst(t *testing.T) {
 		t.Errorf("%d reservations after the confirmation, want 1", n)
 	}
 }
+
+// TestNotifySettings: /gpu notify shows and changes the same settings as
+// gpucal notices, in either language; quiet hours are in the chat zone;
+// bad input changes nothing.
+func TestNotifySettings(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	wantReply(t, f.h.Handle(ctx, f.alice, "notify"), false, "What you are told without asking:", "Muted: nothing", "Quiet hours: none",
+		"Channels: every channel you can be reached on")
+	wantReply(t, f.h.Handle(ctx, f.alice, "notify mute position starts_soon"), false, "Saved.", "Muted: position_changed, starts_soon")
+	wantReply(t, f.h.Handle(ctx, f.alice, "notify quiet 22-8"), false, "Quiet hours: 22:00–08:00 Europe/Berlin")
+	wantReply(t, f.h.Handle(ctx, f.alice, "notify finished via email slack"), false,
+		"Channels: finished: email, slack; the rest: every channel you can be reached on")
+	wantReply(t, f.h.Handle(ctx, f.alice, "通知 取消静音 排位"), false, "已保存", "已静音: starts_soon", "免打扰: 22:00–08:00 Europe/Berlin")
+	wantReply(t, f.h.Handle(ctx, f.alice, "通知 渠道 discord"), false, "渠道: 全部: discord; finished: email, slack")
+	p, err := f.env.Service.NotifyPrefsOf(ctx, f.alice.Actor, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := core.FormatVia(p.Via); got != "*=discord;finished=email,slack" || len(p.Muted) != 1 || p.QuietFrom != 22*60 || p.Zone != "Europe/Berlin" {
+		t.Errorf("stored %+v (via %s)", p, got)
+	}
+	for _, bad := range []string{"notify mute everything", "notify via pager", "notify quiet soon", "notify frobnicate"} {
+		wantReply(t, f.h.Handle(ctx, f.alice, bad), true)
+	}
+	// A kind one cannot choose a channel for, as a button might carry it.
+	r := f.h.Execute(ctx, f.alice, bot.Command{Kind: bot.KindNotify, Lang: "en", Notify: &bot.NotifyChange{For: "bogus", Via: []string{"email"}}})
+	wantReply(t, r, true, `"bogus" is not an event kind`)
+	wantReply(t, f.h.Handle(ctx, f.alice, "notify unmute all"), false, "Muted: nothing")
+	wantReply(t, f.h.Handle(ctx, f.alice, "notify via default"), false, "Channels: every channel you can be reached on")
+	if after, _ := f.env.Service.NotifyPrefsOf(ctx, f.alice.Actor, "alice"); len(after.Via) != 0 || after.QuietFrom != 22*60 {
+		t.Errorf("after the resets: %+v", after)
+	}
+}

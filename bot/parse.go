@@ -61,6 +61,7 @@ var (
 		"status": KindStatus, "calendar": KindCalendar, "cal": KindCalendar,
 		"cancel": KindCancel, "extend": KindExtend, "release": KindRelease,
 		"tz": KindTZ, "timezone": KindTZ, "zone": KindTZ,
+		"notify": KindNotify, "notices": KindNotify, "notifications": KindNotify, "notification": KindNotify,
 		"help": KindHelp, "?": KindHelp, "web": KindWeb, "link": KindWeb, "login": KindWeb,
 	}
 	zhVerbs = []struct {
@@ -72,7 +73,7 @@ var (
 		{"队列", KindQueue}, {"排队", KindQueue}, {"状态", KindStatus}, {"日历", KindCalendar}, {"日程", KindCalendar},
 		{"取消", KindCancel}, {"延长", KindExtend}, {"延期", KindExtend}, {"续期", KindExtend},
 		{"释放", KindRelease}, {"归还", KindRelease}, {"提前结束", KindRelease},
-		{"时区", KindTZ}, {"帮助", KindHelp}, {"怎么用", KindHelp}, {"用法", KindHelp},
+		{"时区", KindTZ}, {"通知", KindNotify}, {"提醒设置", KindNotify}, {"帮助", KindHelp}, {"怎么用", KindHelp}, {"用法", KindHelp},
 		{"网页", KindWeb}, {"网站", KindWeb}, {"链接", KindWeb}, {"登录", KindWeb},
 	}
 )
@@ -99,6 +100,8 @@ func (p *parser) parse(text string) *ParseError {
 		return nil // anything after them is ignored
 	case KindTZ:
 		return p.zone(orig)
+	case KindNotify:
+		return p.notify(orig)
 	case KindCancel, KindExtend, KindRelease:
 		return p.target(low)
 	}
@@ -436,7 +439,7 @@ func (p *parser) unknownVerb(low string) *ParseError {
 // nearestVerb returns the English verb within two edits of w, or "".
 func nearestVerb(w string) string {
 	best, bestD := "", 3
-	for _, v := range []string{"book", "when", "queue", "mine", "status", "calendar", "cancel", "extend", "release", "help", "web", "tz"} {
+	for _, v := range []string{"book", "when", "queue", "mine", "status", "calendar", "cancel", "extend", "release", "help", "web", "tz", "notify"} {
 		if d := editDistance(w, v); d < bestD && len(w) > 2 {
 			best, bestD = v, d
 		}

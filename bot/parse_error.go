@@ -45,6 +45,7 @@ var examples = map[Kind][2]string{
 	KindExtend:  {"/gpu extend r42 1h", "/gpu 延长 r42 1小时"},
 	KindRelease: {"/gpu release r42", "/gpu 释放 r42"},
 	KindTZ:      {"/gpu tz Europe/Berlin", "/gpu 时区 Asia/Shanghai"},
+	KindNotify:  {"/gpu notify mute position_changed", "/gpu 通知 免打扰 22:00-08:00"},
 	"":          {"/gpu help", "/gpu 帮助"},
 }
 
@@ -90,6 +91,8 @@ func (p *parser) read() string {
 			return "释放预约"
 		case KindTZ:
 			return "设置时区"
+		case KindNotify:
+			return "通知设置"
 		}
 		return ""
 	}
@@ -112,6 +115,8 @@ func (p *parser) read() string {
 		return "a release"
 	case KindTZ:
 		return "a time zone change"
+	case KindNotify:
+		return "a notification setting"
 	}
 	return ""
 }

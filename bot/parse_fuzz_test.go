@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 		"book 4 a100 2026-12-10 9-17", "book 4 a100 until 6pm", "订两张H100 一个半小时", "book 2 gpus in 2 hours for 3h",
 		"预定 后天晚上8点 四张H100 半小时", "book 4 a100 tomorrow 2:30 for 1h", "5号 9点到10点 2卡", "12月",
 		"book 4 a100 tomorrow 9 to 1pm project nlp note: x", "/gpu", "", "下下周日 凌晨12点到晚上12点 3卡",
+		"notify finished via email slack", "notify quiet 22-8", "通知免打扰22-8", "通知 结束用邮件", "通知 取消静音 全部",
 	} {
 		f.Add(s)
 	}

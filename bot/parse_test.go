@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/olebedev/when/rules"
 	"github.com/olebedev/when/rules/zh"
+
+	"github.com/gpucal/gpucal/core"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/parse.golden with what Parse returns now")
@@ -120,6 +122,21 @@ func describe(c Command, err error) string {
 	for _, f := range []struct{ name, v string }{{"id", c.ID}, {"zone", c.Zone}, {"project", c.Project}, {"note", c.Note}, {"ambiguous", c.Ambiguous}} {
 		if f.v != "" {
 			field(f.name, fmt.Sprintf("%q", f.v))
+		}
+	}
+	if n := c.Notify; n != nil {
+		kinds := func(ks []core.EventKind) string {
+			s := make([]string, len(ks))
+			for i, k := range ks {
+				s[i] = string(k)
+			}
+			return strings.Join(s, ",")
+		}
+		for _, f := range []struct{ name, v string }{{"mute", kinds(n.Mute)}, {"unmute", kinds(n.Unmute)}, {"quiet", n.Quiet},
+			{"via", strings.Join(n.Via, ",")}, {"for", string(n.For)}} {
+			if f.v != "" {
+				field(f.name, f.v)
+			}
 		}
 	}
 	if c.Relative {

@@ -628,7 +628,7 @@ func TestRegister(t *testing.T) {
 			optional = optional || !o.Required
 		}
 	}
-	want := []string{"ask", "book", "when", "queue", "mine", "status", "calendar", "cancel", "extend", "release", "tz", "help", "web"}
+	want := []string{"ask", "book", "when", "queue", "mine", "status", "calendar", "cancel", "extend", "release", "tz", "notify", "help", "web"}
 	if diff := cmp.Diff(want, subs); diff != "" {
 		t.Errorf("subcommands (-want +got):\n%s", diff)
 	}

@@ -74,6 +74,8 @@ func TestCommandText(t *testing.T) {
 		{"extend", &discordgoOption{Name: "extend", Options: []*discordgoOption{opt("id", "r42"), opt("by", "1h")}}, "extend r42 1h", false},
 		{"tz", &discordgoOption{Name: "tz", Options: []*discordgoOption{opt("zone", "Asia/Shanghai")}}, "tz Asia/Shanghai", false},
 		{"queue", &discordgoOption{Name: "queue"}, "queue", false},
+		{"notify", &discordgoOption{Name: "notify", Options: []*discordgoOption{opt("change", "通知 免打扰 22-8")}}, "notify 通知 免打扰 22-8", false},
+		{"notify shows", &discordgoOption{Name: "notify"}, "notify", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -71,6 +71,9 @@ var subcommands = []subcommand{
 	{words{"tz", "时区"}, words{"Set my time zone", "设置我的时区"}, []option{
 		{words{"zone", "时区"}, words{"e.g. Europe/Berlin, Asia/Shanghai", "例如 Asia/Shanghai、Europe/Berlin"}, discordgo.ApplicationCommandOptionString, true},
 	}},
+	{words{"notify", "通知"}, words{"What I am told, when and where", "通知设置：静音、免打扰、渠道"}, []option{
+		{words{"change", "修改"}, words{"e.g. mute position_changed, quiet 22:00-08:00, finished via email", "例如：静音 排位、免打扰 22:00-08:00、结束 渠道 邮件"}, discordgo.ApplicationCommandOptionString, false},
+	}},
 	{words{"help", "帮助"}, words{"What /gpu can do", "/gpu 能做什么"}, nil},
 	{words{"web", "网页"}, words{"A link to the web calendar", "网页日历的链接"}, nil},
 }
@@ -185,6 +188,8 @@ func commandText(opts []*discordgo.ApplicationCommandInteractionDataOption) (tex
 		return join("extend", vals["id"], vals["by"]), false
 	case "tz":
 		return join("tz", vals["zone"]), false
+	case "notify":
+		return join("notify", vals["change"]), false
 	}
 	return sc.Name, false // queue, mine, status, calendar, help, web; an unknown one gets the parser's answer
 }
