@@ -77,7 +77,7 @@ func (c slackChannel) Send(ctx context.Context, user string, m notify.Message) (
 
 // slipWorld is gpucal on SQLite with one 8×A100 node, users alice and
 // bob and the admin ops; alice is linked to the chat identity id.
-func slipWorld(t *testing.T, id core.ChatIdentity) (*core.Service, *coretest.Clock) {
+func slipWorld(t *testing.T, id core.ChatIdentity) (*core.Service, *coretest.Clock, core.Store) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, storetest.SQLite(t), nil)
@@ -98,7 +98,7 @@ func slipWorld(t *testing.T, id core.ChatIdentity) (*core.Service, *coretest.Clo
 	if _, err := svc.LinkChat(ctx, core.System, id, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	return svc, clock
+	return svc, clock, db
 }
 
 // playSlip queues bob's one-hour job (it starts now) and alice's
@@ -158,7 +158,7 @@ func wantSlipOnce(t *testing.T, got []string, slip, move string) {
 // replans and the dispatcher runs.
 func TestSlipNotifiedOnce(t *testing.T) {
 	id := core.ChatIdentity{Platform: "slack", Team: "T1", ID: "U1"}
-	svc, clock := slipWorld(t, id)
+	svc, clock, _ := slipWorld(t, id)
 	api := &slackAPI{messages: map[string][]map[string]any{}}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

@@ -56,7 +56,9 @@ type fakeDiscord struct {
 	*httptest.Server
 	mu      sync.Mutex
 	calls   []call
-	uploads []upload // files posted to the channel "digest"
+	uploads []upload          // files posted to the channel "digest"
+	nonces  map[string]string // enforced nonce → the message created with it
+	posts   int               // messages created
 }
 
 // upload is a message with a file, as Discord receives it (multipart).
@@ -95,8 +97,31 @@ func newFakeDiscord(t *testing.T) *fakeDiscord {
 		fmt.Fprintf(w, `{"id":"D%s","type":1}`, user)
 	})
 	mux.HandleFunc("POST /api/v9/channels/{channel}/messages", func(w http.ResponseWriter, r *http.Request) {
-		f.record(t, r)
-		fmt.Fprintf(w, `{"id":"m-posted","channel_id":%q}`, r.PathValue("channel"))
+		c := f.record(t, r)
+		nonce, _ := c.Body["nonce"].(string)
+		enforce, _ := c.Body["enforce_nonce"].(bool)
+		if len(nonce) > 25 {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"message":"Invalid Form Body","code":50035}`)
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		// Discord: with enforce_nonce, a nonce the author used in the last
+		// few minutes returns that message and creates none.
+		if id, ok := f.nonces[nonce]; ok && enforce {
+			fmt.Fprintf(w, `{"id":%q,"channel_id":%q}`, id, r.PathValue("channel"))
+			return
+		}
+		f.posts++
+		id := fmt.Sprintf("m-posted-%d", f.posts)
+		if enforce {
+			if f.nonces == nil {
+				f.nonces = map[string]string{}
+			}
+			f.nonces[nonce] = id
+		}
+		fmt.Fprintf(w, `{"id":%q,"channel_id":%q}`, id, r.PathValue("channel"))
 	})
 	mux.HandleFunc("POST /api/v9/channels/digest/messages", func(w http.ResponseWriter, r *http.Request) {
 		if err := r.ParseMultipartForm(1 << 20); err != nil {
@@ -551,6 +576,23 @@ func TestDirectMessage(t *testing.T) {
 	calls = f.discord.take()
 	if want := "j43 failed: exit code 1. The last lines of its log:\n```\nx = ˋyˋ\nRuntimeError: boom\n```"; len(calls) != 2 || calls[1].Body["content"] != want {
 		t.Errorf("calls %+v; want content %q", calls, want)
+	}
+
+	// A notice sent again under the same key (its sender died before it
+	// recorded the answer) comes back as the first message, not a second.
+	first, err := f.app.Notify(ctx, "alice", "finished:j1→alice→discord", bot.Reply{Text: "j1 succeeded."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.app.Notify(ctx, "alice", "finished:j1→alice→discord", bot.Reply{Text: "j1 succeeded."})
+	other, err2 := f.app.Notify(ctx, "alice", "finished:j2→alice→discord", bot.Reply{Text: "j2 succeeded."})
+	calls = f.discord.take()
+	if err != nil || err2 != nil || again != first || other == first || f.discord.posts != 4 {
+		t.Errorf("Notify: %q, again %q (%v), another key %q (%v), %d messages created; want the first message back and 4 created in all",
+			first, again, err, other, err2, f.discord.posts)
+	}
+	if n, _ := calls[1].Body["nonce"].(string); len(n) != 25 || calls[1].Body["enforce_nonce"] != true {
+		t.Errorf("the notice's nonce %q, enforce_nonce %v; want 25 characters, enforced", n, calls[1].Body["enforce_nonce"])
 	}
 
 	// carol does not accept direct messages: the fallback channel mentions her.

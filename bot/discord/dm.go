@@ -2,8 +2,12 @@ package discord
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -16,73 +20,120 @@ import (
 // server in common) gets it in the fallback channel, with a mention. DM
 // tries every identity and fails only when none was reached.
 func (a *App) DM(ctx context.Context, user string, r bot.Reply) error {
+	_, err := a.Notify(ctx, user, "", r)
+	return err
+}
+
+// Notify is DM for a notice from the outbox: key is the delivery's key,
+// from which each message gets a nonce that Discord enforces, so that a
+// notice sent again within a few minutes (its sender died before it
+// recorded Discord's answer) returns the first message rather than
+// posting a second. It returns the ID of the (first) message sent.
+func (a *App) Notify(ctx context.Context, user, key string, r bot.Reply) (string, error) {
 	ids, err := a.svc.ChatUsers(ctx, user)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var first error
-	sent := 0
+	msgID := ""
 	seen := map[string]bool{} // one person may be linked once per guild
 	for _, id := range ids {
 		if id.Platform != "discord" || seen[id.ID] {
 			continue
 		}
 		seen[id.ID] = true
-		err := a.direct(ctx, id.ID, r)
+		n := nonce(key, id.ID)
+		sent, err := a.direct(ctx, id.ID, r, n)
 		if refused(err) {
-			err = a.fallback(ctx, id.ID, r)
+			sent, err = a.fallback(ctx, id.ID, r, n)
 		}
 		if err != nil && first == nil {
 			first = err
 		}
-		if err == nil {
-			sent++
+		if err == nil && msgID == "" {
+			msgID = sent
 		}
 	}
 	switch {
-	case sent == 0 && first == nil:
-		return fmt.Errorf("discord: %s has never used gpucal in Discord", user)
-	case sent > 0 && first != nil:
+	case msgID == "" && first == nil:
+		return "", fmt.Errorf("discord: %s has never used gpucal in Discord", user)
+	case msgID != "" && first != nil:
 		// Reached: a retry would send it again to those who have it.
 		a.log.Warn("a direct message reached only some of a user's Discord identities", "user", user, "err", first)
-		return nil
+		return msgID, nil
 	}
-	return first
+	return msgID, first
+}
+
+// nonce is the nonce of a notice's message to one Discord user: at most
+// 25 characters, as Discord allows; "" (none) without a key.
+func nonce(key, userID string) string {
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(key + "\x00" + userID))
+	return base64.RawURLEncoding.EncodeToString(sum[:])[:25]
 }
 
 // direct opens the direct-message channel with a Discord user and posts r.
-func (a *App) direct(ctx context.Context, userID string, r bot.Reply) error {
+func (a *App) direct(ctx context.Context, userID string, r bot.Reply, nonce string) (string, error) {
 	ch, err := a.api.UserChannelCreate(userID, discordgo.WithContext(ctx))
+	id := ""
 	if err == nil {
 		m := a.render(r)
-		_, err = a.api.ChannelMessageSendComplex(ch.ID, &discordgo.MessageSend{
-			Content: m.Content, Embeds: m.Embeds, Components: m.Components, AllowedMentions: noMentions(),
-		}, discordgo.WithContext(ctx))
+		id, err = a.post(ctx, ch.ID, outgoing{Content: m.Content, Embeds: m.Embeds, Components: m.Components,
+			AllowedMentions: noMentions(), Nonce: nonce, EnforceNonce: nonce != ""})
 	}
 	if err != nil {
-		return fmt.Errorf("discord: direct message to %s: %w", userID, err)
+		return "", fmt.Errorf("discord: direct message to %s: %w", userID, err)
 	}
-	return nil
+	return id, nil
 }
 
 // fallback posts r in the fallback channel, mentioning the user (and
 // nobody else).
-func (a *App) fallback(ctx context.Context, userID string, r bot.Reply) error {
+func (a *App) fallback(ctx context.Context, userID string, r bot.Reply, nonce string) (string, error) {
 	if a.cfg.FallbackChannel == "" {
-		return fmt.Errorf("discord: %s does not accept direct messages, and no fallback channel is configured", userID)
+		return "", fmt.Errorf("discord: %s does not accept direct messages, and no fallback channel is configured", userID)
 	}
 	m := a.render(r)
-	_, err := a.api.ChannelMessageSendComplex(a.cfg.FallbackChannel, &discordgo.MessageSend{
+	id, err := a.post(ctx, a.cfg.FallbackChannel, outgoing{
 		Content:         clip("<@"+userID+"> "+m.Content, maxContent),
 		Embeds:          m.Embeds,
 		Components:      m.Components,
 		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}, Users: []string{userID}},
-	}, discordgo.WithContext(ctx))
+		Nonce:           nonce, EnforceNonce: nonce != "",
+	})
 	if err != nil {
-		return fmt.Errorf("discord: %s does not accept direct messages, and the fallback channel %s failed: %w",
+		return "", fmt.Errorf("discord: %s does not accept direct messages, and the fallback channel %s failed: %w",
 			userID, a.cfg.FallbackChannel, err)
 	}
-	return nil
+	return id, nil
+}
+
+// outgoing is a message as Discord's create-message endpoint takes it,
+// with the nonce fields discordgo v0.28.1's MessageSend lacks.
+type outgoing struct {
+	Content         string                            `json:"content,omitempty"`
+	Embeds          []*discordgo.MessageEmbed         `json:"embeds"`
+	Components      []discordgo.MessageComponent      `json:"components"`
+	AllowedMentions *discordgo.MessageAllowedMentions `json:"allowed_mentions,omitempty"`
+	Nonce           string                            `json:"nonce,omitempty"`
+	EnforceNonce    bool                              `json:"enforce_nonce,omitempty"`
+}
+
+// post creates a message in a channel and returns its ID.
+func (a *App) post(ctx context.Context, channelID string, m outgoing) (string, error) {
+	endpoint := discordgo.EndpointChannelMessages(channelID)
+	body, err := a.api.RequestWithBucketID(http.MethodPost, endpoint, m, endpoint, discordgo.WithContext(ctx))
+	if err != nil {
+		return "", err
+	}
+	var sent discordgo.Message
+	if err := json.Unmarshal(body, &sent); err != nil {
+		return "", fmt.Errorf("reading Discord's answer: %w", err)
+	}
+	return sent.ID, nil
 }
 
 // refused says Discord would not deliver a direct message to the user.

@@ -34,10 +34,10 @@ func (c slackNotices) Send(ctx context.Context, user string, m notify.Message) (
 
 // discordNotices is notify's Discord channel: direct messages through the
 // Discord app (or its fallback channel), worded in the language and zone
-// of the person's Discord identity. discordgo v0.28.1 cannot send a nonce,
-// so a sender that dies between Discord's answer and recording it may
-// send that one message twice; the dedup key still keeps every other
-// repeat out.
+// of the person's Discord identity. Each message carries a nonce from the
+// delivery's key that Discord enforces for a few minutes, so a sender that
+// dies between Discord's answer and recording it does not post twice when
+// the delivery is claimed again (after its two-minute lease).
 type discordNotices struct {
 	app  *discord.App
 	svc  *core.Service
@@ -60,10 +60,7 @@ func (c discordNotices) Send(ctx context.Context, user string, m notify.Message)
 	if !found {
 		return "", &notify.PermanentError{Err: fmt.Errorf("%s has never used gpucal in Discord", user)}
 	}
-	if err := c.app.DM(ctx, user, bot.Notice(m.Event, lang, loc, c.svc.Now())); err != nil {
-		return "", err
-	}
-	return "dm", nil
+	return c.app.Notify(ctx, user, m.Key, bot.Notice(m.Event, lang, loc, c.svc.Now()))
 }
 
 // newDispatcher returns the outbox dispatcher over the chat apps that are
