@@ -44,6 +44,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckpointSignal$$' -fuzztime $(FUZZTIME) ./core
 	$(GO) test -run '^$$' -fuzz '^FuzzHeartbeat$$' -fuzztime $(FUZZTIME) ./core
 	$(GO) test -run '^$$' -fuzz '^FuzzParseQuietHours$$' -fuzztime $(FUZZTIME) ./core
+	$(GO) test -run '^$$' -fuzz '^FuzzParseVia$$' -fuzztime $(FUZZTIME) ./core
+	$(GO) test -run '^$$' -fuzz '^FuzzCleanTail$$' -fuzztime $(FUZZTIME) ./core
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWhen$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProgress$$' -fuzztime $(FUZZTIME) ./cmd/gpucal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWeekTime$$' -fuzztime $(FUZZTIME) ./cmd/gpucal

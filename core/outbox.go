@@ -251,9 +251,8 @@ func clipText(s string, n int) string {
 
 // ClaimOnce records value under name unless it is there already, and
 // reports whether this call recorded it: a scheduled task (the weekly
-// digest) runs once per period however often it is started. On PostgreSQL
-// two replicas may both claim the same period until leader election makes
-// one of them the only one that schedules.
+// digest) runs once per period however often it is started, by the leader
+// replica or, across a failover, by the next one.
 func (s *Service) ClaimOnce(ctx context.Context, name, value string) (bool, error) {
 	claimed := false
 	err := s.store.Update(ctx, func(tx Tx) error {

@@ -136,6 +136,14 @@ type Tx interface {
 	Setting(ctx context.Context, name string) (string, bool, error)
 	PutSetting(ctx context.Context, name, value string) error
 
+	// ClaimLease takes the lease name for holder until until, in one
+	// statement: it is holder's already (a renewal), or free (none, or
+	// expired by now), or it stays another's. It returns the lease as it
+	// is afterwards; Term grows by one each time the holder changes.
+	ClaimLease(ctx context.Context, name, holder string, now, until time.Time) (Lease, error)
+	// ReleaseLease ends holder's lease at now, if it is still theirs.
+	ReleaseLease(ctx context.Context, name, holder string, now time.Time) error
+
 	// NotifyPrefs returns a user's notification preferences, the defaults
 	// (User set, Zone "UTC") when they set none; SetNotifyPrefs stores them.
 	NotifyPrefs(ctx context.Context, user string) (NotifyPrefs, error)

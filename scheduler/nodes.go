@@ -11,9 +11,9 @@ import (
 // WatchNodes checks every period whether agents fell silent (core's
 // CheckNodes): nodes become suspect, then down, and the jobs of a node
 // that went down fail, after which changed is called so the queue is
-// replanned. since is when this server started listening: a node is never
-// counted silent for longer than that, so a restart does not mark the
-// fleet down. It returns nil when ctx ends.
+// replanned. since is when this server began leading (on one server,
+// when it started): a node is never counted silent for longer than that,
+// so neither a restart nor a failover marks the fleet down. It returns nil when ctx ends.
 func WatchNodes(ctx context.Context, svc *core.Service, log *slog.Logger, every time.Duration, since time.Time, changed func()) error {
 	log = orDiscard(log)
 	return everyTick(ctx, every, log, "checking nodes failed", func() error {

@@ -30,6 +30,9 @@ type Config struct {
 	// on (a submission, a cancellation, a booking, a new node), so that the
 	// server can replan at once. It must not block.
 	OnChange func()
+	// Leader, when set, says whether this replica leads and who does
+	// ("" when unknown); /readyz shows it.
+	Leader func() (leading bool, leader string)
 }
 
 // Server serves the HTTP API.
@@ -40,13 +43,14 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *Metrics
 	onChange func()
+	leader   func() (bool, string)
 	mux      *http.ServeMux
 }
 
 // NewServer returns a Server with every route registered.
 func NewServer(cfg Config) *Server {
 	s := &Server{svc: cfg.Service, keys: cfg.Keys, ready: cfg.Ready, log: cfg.Logger, metrics: cfg.Metrics,
-		onChange: cfg.OnChange, mux: http.NewServeMux()}
+		onChange: cfg.OnChange, leader: cfg.Leader, mux: http.NewServeMux()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -142,7 +146,15 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	out := map[string]any{"status": "ready"}
+	if s.leader != nil {
+		// A replica that does not lead is ready all the same: it serves
+		// the API, the agents and chat.
+		leading, leader := s.leader()
+		out["leader"] = leading
+		out["leader_name"] = leader
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 type actorKey struct{}

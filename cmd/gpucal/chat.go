@@ -98,10 +98,13 @@ func (c *chatConfig) secretsFromEnv(e *env) {
 // chat is what the chat configuration adds to a server: parts that run
 // beside it and routes it serves.
 type chat struct {
-	parts   []func(context.Context) error
-	routes  map[string]http.Handler
-	slack   *slack.App   // nil when Slack is off
-	discord *discord.App // nil when Discord is off
+	parts []func(context.Context) error
+	// leaderParts run on the leader replica only: scheduled posts, and the
+	// Discord gateway (every gateway connection gets every interaction).
+	leaderParts []func(context.Context) error
+	routes      map[string]http.Handler
+	slack       *slack.App   // nil when Slack is off
+	discord     *discord.App // nil when Discord is off
 	// closers run once the HTTP server and every part stopped, before the
 	// database closes: they wait for replies still in flight.
 	closers []func()
@@ -183,7 +186,7 @@ func setupDigest(out *chat, c chatConfig, svc *core.Service, log *slog.Logger) e
 	if err != nil {
 		return err
 	}
-	out.parts = append(out.parts, jobs.Run)
+	out.leaderParts = append(out.leaderParts, jobs.Run)
 	log.Info("the weekly digest is scheduled", "at", at.String(), "zone", chatZone(c).String(), "next", next.UTC().Format(time.RFC3339))
 	return nil
 }
@@ -256,7 +259,7 @@ func setupDiscord(out *chat, c chatConfig, svc *core.Service, h *bot.Handler, zo
 	discord.LogLibraryTo(log)
 	switch c.discordHow {
 	case "gateway":
-		out.parts = append(out.parts, app.RunGateway)
+		out.leaderParts = append(out.leaderParts, app.RunGateway)
 	case "http":
 		handler, err := app.Handler()
 		if err != nil {

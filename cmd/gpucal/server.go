@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpucal/gpucal/core"
 	"github.com/gpucal/gpucal/scheduler"
@@ -28,6 +31,7 @@ type serverConfig struct {
 	logFormat      string
 	bootstrapToken string
 	replanEvery    string
+	leaderLease    time.Duration
 	nodes          core.NodePolicy
 	alerts         core.AlertPolicy
 	chat           chatConfig
@@ -49,6 +53,7 @@ func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.data, "data", envOr(e, "GPUCAL_DATA", defaultDataDir()), "data folder for the embedded SQLite database (GPUCAL_DATA)")
 	fs.StringVar(&c.logLevel, "log-level", envOr(e, "GPUCAL_LOG_LEVEL", "info"), "log level: debug, info, warn, error (GPUCAL_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", envOr(e, "GPUCAL_LOG_FORMAT", "text"), "log format: text or json (GPUCAL_LOG_FORMAT)")
+	fs.DurationVar(&c.leaderLease, "leader-lease", 15*time.Second, "with several replicas on PostgreSQL: how long the leader's lease lasts unrenewed, so how soon another replica takes over from one that died")
 	fs.StringVar(&c.replanEvery, "replan-every", envOr(e, "GPUCAL_REPLAN_EVERY", "30s"), "replan the queue this often, and after every change (GPUCAL_REPLAN_EVERY)")
 	c.bootstrapToken = e.getenv("GPUCAL_BOOTSTRAP_TOKEN")
 	c.nodes = core.DefaultNodePolicy
@@ -143,13 +148,22 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 		return err
 	}
 	metrics := web.NewMetrics()
+	elector := scheduler.NewElector(svc, scheduler.ElectorConfig{Holder: replicaName(), TTL: cfg.leaderLease,
+		Always: db.Dialect() == "sqlite", Logger: log.With("component", "leader")})
+	metrics.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "gpucal", Name: "leader",
+			Help: "1 while this server replica leads (plans, watches, notifies), else 0."},
+			func() float64 { return map[bool]float64{true: 1}[elector.Leading()] }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "gpucal", Name: "leader_changes_total",
+			Help: "Times this replica became or stopped being the leader."},
+			func() float64 { return float64(elector.Changes()) }))
 	dispatcher, err := newDispatcher(svc, chat, cfg.chat, log.With("component", "notify"), metrics.Registry)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	var handler http.Handler = web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, Logger: log.With("component", "web"),
-		OnChange: loop.Kick, Metrics: metrics})
+		OnChange: loop.Kick, Metrics: metrics, Leader: func() (bool, string) { return elector.Leading(), elector.Leader() }})
 	if len(chat.routes) > 0 {
 		mux := http.NewServeMux()
 		for prefix, h := range chat.routes {
@@ -173,30 +187,36 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 	// and serve waits for them before the database closes.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	started := time.Now()
-	parts := append([]func(context.Context) error{
-		func(context.Context) error { return srv.Serve(ln) },
-		func(ctx context.Context) error { return purgeKeys(ctx, db, svc, log) },
+	// Every replica serves the API, the agents and chat; the leader alone
+	// plans, watches, notifies and posts on a schedule (elector).
+	leaderParts := append([]func(context.Context) error{
 		loop.Run,
 		func(ctx context.Context) error {
-			return scheduler.WatchNodes(ctx, svc, log.With("component", "nodes"), cfg.nodes.Interval, started, loop.Kick)
+			// A new leader gives the agents a heartbeat period's grace from
+			// when it began leading, so that a failover marks no node down.
+			return scheduler.WatchNodes(ctx, svc, log.With("component", "nodes"), cfg.nodes.Interval, time.Now(), loop.Kick)
 		},
-	}, chat.parts...)
+	}, chat.leaderParts...)
 	kick := func() {}
 	if dispatcher != nil {
 		// Events wait in the outbox until a chat app is configured.
-		parts = append(parts, dispatcher.Run)
+		leaderParts = append(leaderParts, dispatcher.Run)
 		kick = dispatcher.Kick
 	}
-	parts = append(parts, func(ctx context.Context) error {
+	leaderParts = append(leaderParts, func(ctx context.Context) error {
 		return scheduler.Watch(ctx, svc, log.With("component", "watch"), time.Minute, kick)
 	})
 	if summary, err := scheduleSummary(cfg.chat, svc, log.With("component", "summary")); err != nil {
 		ln.Close()
 		return err
 	} else if summary != nil {
-		parts = append(parts, summary)
+		leaderParts = append(leaderParts, summary)
 	}
+	parts := append([]func(context.Context) error{
+		func(context.Context) error { return srv.Serve(ln) },
+		func(ctx context.Context) error { return purgeKeys(ctx, db, svc, log) },
+		func(ctx context.Context) error { return elector.Run(ctx, leaderParts...) },
+	}, chat.parts...)
 	errc := make(chan error, len(parts))
 	running := len(parts)
 	for _, p := range parts {
@@ -304,4 +324,16 @@ func envOr(e *env, key, def string) string {
 		return v
 	}
 	return def
+}
+
+// replicaName names this server replica in the leader's lease: host,
+// process and a random part, new at every start.
+func replicaName() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "gpucal"
+	}
+	var b [3]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b)
 }

@@ -194,3 +194,36 @@ func clonePrefs(p core.NotifyPrefs) core.NotifyPrefs {
 	}
 	return p
 }
+
+// ClaimLease implements core.Tx.
+func (tx *memTx) ClaimLease(ctx context.Context, name, holder string, now, until time.Time) (core.Lease, error) {
+	if err := tx.writable(); err != nil {
+		return core.Lease{}, err
+	}
+	if tx.d.leases == nil {
+		tx.d.leases = map[string]core.Lease{}
+	}
+	l, ok := tx.d.leases[name]
+	switch {
+	case !ok:
+		l = core.Lease{Name: name, Holder: holder, Term: 1, Expires: until}
+	case l.Holder == holder:
+		l.Expires = until
+	case !now.Before(l.Expires):
+		l = core.Lease{Name: name, Holder: holder, Term: l.Term + 1, Expires: until}
+	}
+	tx.d.leases[name] = l
+	return l, nil
+}
+
+// ReleaseLease implements core.Tx.
+func (tx *memTx) ReleaseLease(ctx context.Context, name, holder string, now time.Time) error {
+	if err := tx.writable(); err != nil {
+		return err
+	}
+	if l, ok := tx.d.leases[name]; ok && l.Holder == holder && now.Before(l.Expires) {
+		l.Expires = now
+		tx.d.leases[name] = l
+	}
+	return nil
+}

@@ -50,6 +50,7 @@ type memData struct {
 	lastDelivery int64
 	fannedOut    map[int64]bool // events the notifier handled
 	prefs        map[string]core.NotifyPrefs
+	leases       map[string]core.Lease
 
 	lastNode, lastGPU, lastReservation, lastToken, lastAudit, lastJob, lastEvent int64
 }
@@ -139,6 +140,7 @@ func (d *memData) clone() *memData {
 	c.deliveries = slices.Clone(d.deliveries)
 	c.fannedOut = maps.Clone(d.fannedOut)
 	c.prefs = maps.Clone(d.prefs)
+	c.leases = maps.Clone(d.leases)
 	// Chunks are never changed once stored, so their Data may be shared.
 	c.logs = make(map[int64][]core.LogChunk, len(d.logs))
 	for id, l := range d.logs {
