@@ -6,6 +6,7 @@
 package email
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	mail "github.com/wneessen/go-mail"
@@ -106,11 +108,55 @@ func (m *Mailer) Send(ctx context.Context, user string, msg notify.Message) (str
 	if err := e.To(to); err != nil {
 		return "", &notify.PermanentError{Err: fmt.Errorf("email: %s's address: %w", user, err)}
 	}
-	sum := sha256.Sum256([]byte(msg.Key))
-	id := hex.EncodeToString(sum[:12]) + "@gpucal"
+	id := messageID(msg.Key)
 	e.SetMessageIDWithValue(id)
 	e.Subject(subject)
 	e.SetBodyString(mail.TypeTextPlain, body)
+	if err := m.deliver(ctx, e); err != nil {
+		return "", fmt.Errorf("email to %s: %w", user, err)
+	}
+	return "<" + id + ">", nil
+}
+
+// messageID is the Message-ID of the mail sent under key, without the
+// angle brackets.
+func messageID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:12]) + "@gpucal"
+}
+
+// PostFile mails a report to the address to: the text as the body (its
+// first line as the subject) and the file attached, with a Message-ID
+// from the file's name, so that a mail system that keeps Message-IDs
+// drops a second copy of the same report.
+func (m *Mailer) PostFile(ctx context.Context, to, text, filename string, data []byte) error {
+	e := mail.NewMsg()
+	if err := e.From(m.cfg.From); err != nil {
+		return fmt.Errorf("email: the sender %q: %w", m.cfg.From, err)
+	}
+	if err := e.To(to); err != nil {
+		return fmt.Errorf("email: %q: %w", to, err)
+	}
+	subject, _, _ := strings.Cut(text, "\n")
+	if r := []rune(subject); len(r) > 70 {
+		subject = string(r[:69]) + "…"
+	}
+	e.SetMessageIDWithValue(messageID("file/" + to + "/" + filename))
+	e.Subject("gpucal: " + subject)
+	e.SetBodyString(mail.TypeTextPlain, text+"\n")
+	if err := e.AttachReader(filename, bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("email: attaching %s: %w", filename, err)
+	}
+	if err := m.deliver(ctx, e); err != nil {
+		return fmt.Errorf("email to %s: %w", to, err)
+	}
+	return nil
+}
+
+// deliver hands e to the SMTP server. A refusal for good (5xx: no such
+// mailbox, …) is a notify.PermanentError; the rest may pass if tried
+// again.
+func (m *Mailer) deliver(ctx context.Context, e *mail.Msg) error {
 	opts := []mail.Option{mail.WithPort(m.cfg.Port), mail.WithTimeout(30 * time.Second)}
 	switch m.cfg.TLS {
 	case "tls":
@@ -125,15 +171,14 @@ func (m *Mailer) Send(ctx context.Context, user string, msg notify.Message) (str
 	}
 	c, err := mail.NewClient(m.cfg.Host, opts...)
 	if err != nil {
-		return "", &notify.PermanentError{Err: fmt.Errorf("email: %w", err)}
+		return &notify.PermanentError{Err: err}
 	}
 	if err := c.DialAndSendWithContext(ctx, e); err != nil {
 		var se *mail.SendError
 		if errors.As(err, &se) && se.ErrorCode() >= 500 && se.ErrorCode() < 600 {
-			// 5xx: the server refused for good (no such mailbox, …).
-			return "", &notify.PermanentError{Err: fmt.Errorf("email to %s: %w", user, err)}
+			return &notify.PermanentError{Err: err}
 		}
-		return "", fmt.Errorf("email to %s: %w", user, err)
+		return err
 	}
-	return "<" + id + ">", nil
+	return nil
 }

@@ -3,6 +3,7 @@ package email_test
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"errors"
 	"net"
 	"strings"
@@ -153,4 +154,37 @@ func FuzzParseURL(f *testing.F) {
 			t.Fatalf("ParseURL(%q) = %+v", s, c)
 		}
 	})
+}
+
+// TestPostFile: a report goes out as a mail with its text as the body,
+// its first line as the subject, and the chart attached (base64, as
+// image/png), decoding back to the same bytes.
+func TestPostFile(t *testing.T) {
+	srv := newSMTPServer(t)
+	m, err := email.New(email.Config{Host: "127.0.0.1", Port: srv.port(), TLS: "none", From: "gpucal@example.org",
+		Address: func(context.Context, string) (string, error) { return "", nil },
+		Render:  func(context.Context, string, notify.Message) (string, string) { return "", "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	png := []byte("\x89PNG\r\n\x1a\n" + strings.Repeat("chart ", 40))
+	if err := m.PostFile(context.Background(), "ops@example.org", "GPU digest, 30 Nov – 7 Dec\n39% used.", "gpucal-digest.png", png); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	got := srv.mail[0]
+	srv.mu.Unlock()
+	for _, want := range []string{"To: <ops@example.org>", "Subject: =?UTF-8?", "39% used.", `filename="gpucal-digest.png"`, "Content-Type: image/png"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the mail lacks %q:\n%s", want, got)
+		}
+	}
+	b64 := base64.StdEncoding.EncodeToString(png)
+	if !strings.Contains(strings.ReplaceAll(got, "\r\n", ""), b64) {
+		t.Errorf("the attachment is not the chart's bytes in base64:\n%s", got)
+	}
+	var perm *notify.PermanentError
+	if err := m.PostFile(context.Background(), "nobody@example.org", "x", "a.png", png); !errors.As(err, &perm) {
+		t.Errorf("a refused mailbox: %v; want a permanent error", err)
+	}
 }

@@ -3,8 +3,10 @@ package robots
 import (
 	"bytes"
 	"crypto/hmac"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"strconv"
@@ -44,6 +46,9 @@ type webhookMessage struct {
 	Text  string            `json:"text"`
 	At    string            `json:"at"`
 	Event map[string]string `json:"event"`
+	// ImagePNG is a report's chart, base64: PostFile sends kind "report",
+	// key "file/NAME", the text and the chart.
+	ImagePNG string `json:"image_png,omitempty"`
 }
 
 func webhookBody(m notify.Message, text string) webhookMessage {
@@ -77,6 +82,25 @@ func wecomBody(text string) textMessage {
 func dingtalkBody(text string) textMessage {
 	b := textMessage{MsgType: "text"}
 	b.Text.Content = clip(text, dingtalkMax)
+	return b
+}
+
+// imageMessage is a WeCom robot's image message:
+// {"msgtype":"image","image":{"base64":…,"md5":…}}, the MD5 of the image
+// before base64, in hex (https://developer.work.weixin.qq.com/document/path/91770, "图片类型").
+type imageMessage struct {
+	MsgType string `json:"msgtype"`
+	Image   struct {
+		Base64 string `json:"base64"`
+		MD5    string `json:"md5"`
+	} `json:"image"`
+}
+
+func wecomImageBody(png []byte) imageMessage {
+	b := imageMessage{MsgType: "image"}
+	sum := md5.Sum(png)
+	b.Image.Base64 = base64.StdEncoding.EncodeToString(png)
+	b.Image.MD5 = hex.EncodeToString(sum[:])
 	return b
 }
 

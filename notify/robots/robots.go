@@ -3,6 +3,7 @@ package robots
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -125,61 +126,98 @@ func validate(cfg Config) (*url.URL, error) {
 // Send posts m to the robot's group; user is not used. It returns the
 // robot's kind as the message's ID: none of them give one back.
 func (r *Robot) Send(ctx context.Context, _ string, m notify.Message) (string, error) {
-	req, sign, err := r.request(ctx, m)
-	if err != nil {
-		return "", &notify.PermanentError{Err: fmt.Errorf("%s robot %s: %w", r.kind, r.masked, err)}
-	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return "", r.transportError(err, sign)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil && resp.StatusCode/100 == 2 && r.kind != Webhook {
-		return "", r.transportError(err, sign) // the verdict is in the body
-	}
-	if err := r.verdict(resp, body, sign); err != nil {
+	if err := r.post(ctx, m, r.render(m), nil); err != nil {
 		return "", err
 	}
 	return r.kind, nil
 }
 
-// request builds the POST for m in the robot's wire format, and returns
-// its signature too ("" when unsigned), which errors must not show either.
-func (r *Robot) request(ctx context.Context, m notify.Message) (*http.Request, string, error) {
+// maxImage is the largest image a WeCom robot takes, before base64
+// ("图片（base64编码前）最大不能超过2M",
+// https://developer.work.weixin.qq.com/document/path/91770).
+const maxImage = 2 << 20
+
+// PostFile posts a report to the group: text, and an image (a PNG) where
+// the robot can show one. A WeCom robot gets the text, then the image as
+// its own message (base64 and MD5); the JSON webhook gets both in one
+// message (image_png, base64); Feishu's and DingTalk's custom robots get
+// the text alone (their images need an app's upload, or a public URL).
+// channel is not used: a robot posts to its one group.
+func (r *Robot) PostFile(ctx context.Context, _ string, text, filename string, data []byte) error {
+	m := notify.Message{Key: "file/" + filename, Kind: "report", Text: text, At: r.now()}
+	var image []byte
+	if r.kind == Webhook {
+		image = data
+	}
+	if err := r.post(ctx, m, text, image); err != nil {
+		return err
+	}
+	if r.kind != WeCom || len(data) == 0 {
+		return nil
+	}
+	if len(data) > maxImage {
+		return &notify.PermanentError{Err: fmt.Errorf("%s robot %s: %s is %d bytes; WeCom takes images up to %d", r.kind, r.masked, filename, len(data), maxImage)}
+	}
+	return r.send(ctx, wecomImageBody(data), "", *r.url, "")
+}
+
+// post sends m worded as text in the robot's format (the webhook's with
+// image, when given).
+func (r *Robot) post(ctx context.Context, m notify.Message, text string, image []byte) error {
 	now := r.now()
 	u := *r.url
 	var body any
 	var sign string
 	switch r.kind {
 	case Webhook:
-		body = webhookBody(m, r.render(m))
+		wb := webhookBody(m, text)
+		if len(image) > 0 {
+			wb.ImagePNG = base64.StdEncoding.EncodeToString(image)
+		}
+		body = wb
 	case WeCom:
-		body = wecomBody(r.render(m))
+		body = wecomBody(text)
 	case Feishu:
-		fb := feishuBody(r.render(m), r.secret, now)
+		fb := feishuBody(text, r.secret, now)
 		body, sign = fb, fb.Sign
 	case DingTalk:
-		body = dingtalkBody(r.render(m))
+		body = dingtalkBody(text)
 		if r.secret != "" {
 			sign = dingtalkSign(r.secret, now.UnixMilli())
 			u.RawQuery = dingtalkQuery(u.RawQuery, r.secret, now)
 		}
 	}
+	return r.send(ctx, body, sign, u, m.Key)
+}
+
+// send POSTs body to u and sorts the answer (verdict); sign is the
+// request's signature ("" when unsigned), which errors must not show
+// either, and key the webhook's Idempotency-Key.
+func (r *Robot) send(ctx context.Context, body any, sign string, u url.URL, key string) error {
 	b, err := encode(body)
 	if err != nil {
-		return nil, "", err
+		return &notify.PermanentError{Err: fmt.Errorf("%s robot %s: %w", r.kind, r.masked, err)}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(b))
 	if err != nil {
-		return nil, "", errors.New("the request could not be built") // its error would show the URL
+		// Its error would show the URL.
+		return &notify.PermanentError{Err: fmt.Errorf("%s robot %s: the request could not be built", r.kind, r.masked)}
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("User-Agent", "gpucal")
-	if r.kind == Webhook {
-		req.Header.Set("Idempotency-Key", m.Key)
+	if r.kind == Webhook && key != "" {
+		req.Header.Set("Idempotency-Key", key)
 	}
-	return req, sign, nil
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return r.transportError(err, sign)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil && resp.StatusCode/100 == 2 && r.kind != Webhook {
+		return r.transportError(err, sign) // the verdict is in the body
+	}
+	return r.verdict(resp, answer, sign)
 }
 
 // transportError is err (the request never got an answer) without the

@@ -3,14 +3,17 @@ package robots
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -518,4 +521,56 @@ func FuzzMask(f *testing.F) {
 			t.Fatalf("mask(%q) = %q: a host that is not in the URL", s, got)
 		}
 	})
+}
+
+// TestPostFile: a report reaches a WeCom group as its text, then the
+// chart as an image message (base64, with the MD5 of the bytes); the
+// webhook gets both in one message; Feishu and DingTalk the text only.
+func TestPostFile(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\nnot really a chart")
+	now := func() time.Time { return time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC) }
+	for _, c := range []struct {
+		kind, path, answer string
+		want               []string // the bodies, in order
+	}{
+		{WeCom, "/cgi-bin/webhook/send?key=K", `{"errcode":0,"errmsg":"ok"}`, []string{
+			`{"msgtype":"text","text":{"content":"GPU digest: 39% used."}}`,
+			`{"msgtype":"image","image":{"base64":"iVBORw0KGgpub3QgcmVhbGx5IGEgY2hhcnQ=","md5":"` + fmt.Sprintf("%x", md5.Sum(png)) + `"}}`,
+		}},
+		{Webhook, "/hooks/gpucal", "", []string{
+			`{"key":"file/digest.png","kind":"report","text":"GPU digest: 39% used.","at":"2026-12-07T09:00:00Z","event":{},"image_png":"iVBORw0KGgpub3QgcmVhbGx5IGEgY2hhcnQ="}`,
+		}},
+		{Feishu, "/open-apis/bot/v2/hook/H", `{"code":0,"msg":"success"}`, []string{
+			`{"msg_type":"text","content":{"text":"GPU digest: 39% used."}}`,
+		}},
+		{DingTalk, "/robot/send?access_token=T", `{"errcode":0,"errmsg":"ok"}`, []string{
+			`{"msgtype":"text","text":{"content":"GPU digest: 39% used."}}`,
+		}},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			f := newFake(t, c.answer)
+			r, err := New(Config{Kind: c.kind, URL: f.URL + c.path, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.PostFile(context.Background(), "", "GPU digest: 39% used.", "digest.png", png); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, req := range f.requests() {
+				got = append(got, req.body)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("bodies\n%q\nwant\n%q", got, c.want)
+			}
+		})
+	}
+	// An image WeCom would refuse is not sent; the text went.
+	f := newFake(t, `{"errcode":0,"errmsg":"ok"}`)
+	r, _ := New(Config{Kind: WeCom, URL: f.URL + "/cgi-bin/webhook/send?key=K", Now: now})
+	err := r.PostFile(context.Background(), "", "text", "big.png", make([]byte, 3<<20))
+	var perm *notify.PermanentError
+	if !errors.As(err, &perm) || len(f.requests()) != 1 {
+		t.Errorf("a 3 MB image: %v after %d requests; want a permanent error after the text", err, len(f.requests()))
+	}
 }
