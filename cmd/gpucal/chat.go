@@ -13,6 +13,7 @@ import (
 	"github.com/gpucal/gpucal/bot/discord"
 	"github.com/gpucal/gpucal/bot/slack"
 	"github.com/gpucal/gpucal/core"
+	"github.com/gpucal/gpucal/notify/email"
 )
 
 // chatConfig is how the server joins chat. Secrets come from the
@@ -103,8 +104,10 @@ type chat struct {
 	// Discord gateway (every gateway connection gets every interaction).
 	leaderParts []func(context.Context) error
 	routes      map[string]http.Handler
-	slack       *slack.App   // nil when Slack is off
-	discord     *discord.App // nil when Discord is off
+	slack       *slack.App    // nil when Slack is off
+	discord     *discord.App  // nil when Discord is off
+	mailer      *email.Mailer // nil without GPUCAL_SMTP_URL
+	groups      []group       // GPUCAL_NOTIFY_GROUPS
 	// closers run once the HTTP server and every part stopped, before the
 	// database closes: they wait for replies still in flight.
 	closers []func()
@@ -112,32 +115,45 @@ type chat struct {
 
 // setupChat builds the chat adapters the configuration asks for.
 func setupChat(c chatConfig, svc *core.Service, log *slog.Logger, onChange func()) (chat, error) {
-	if c.slackBot == "" && c.discordToken == "" {
-		if c.digestTo != "" {
-			return chat{}, usagef("--digest-to needs the Slack or Discord app: set GPUCAL_SLACK_BOT_TOKEN or GPUCAL_DISCORD_TOKEN")
-		}
-		return chat{}, nil
-	}
 	zone, err := time.LoadLocation(c.zone)
 	if err != nil {
 		return chat{}, usagef("--chat-zone %q: give an IANA zone like Europe/Berlin", c.zone)
 	}
-	h := bot.NewHandler(svc, bot.Config{WebURL: c.webURL, Logger: log.With("component", "bot"), OnChange: onChange})
 	out := chat{routes: map[string]http.Handler{}}
-	if c.slackBot != "" {
-		if err := setupSlack(&out, c, svc, h, zone, log); err != nil {
+	if c.smtp != "" {
+		if out.mailer, err = newMailer(svc, c.smtp, zone); err != nil {
 			return chat{}, err
 		}
 	}
-	if c.discordToken != "" {
-		if err := setupDiscord(&out, c, svc, h, zone, log); err != nil {
-			return chat{}, err
-		}
+	if out.groups, err = groupChannels(svc, c, zone); err != nil {
+		return chat{}, err
+	}
+	if err := setupApps(&out, c, svc, zone, log, onChange); err != nil {
+		return chat{}, err
 	}
 	if err := setupDigest(&out, c, svc, log); err != nil {
 		return chat{}, err
 	}
 	return out, nil
+}
+
+// setupApps starts the Slack and the Discord app the configuration turns on.
+func setupApps(out *chat, c chatConfig, svc *core.Service, zone *time.Location, log *slog.Logger, onChange func()) error {
+	if c.slackBot == "" && c.discordToken == "" {
+		return nil
+	}
+	h := bot.NewHandler(svc, bot.Config{WebURL: c.webURL, Logger: log.With("component", "bot"), OnChange: onChange})
+	if c.slackBot != "" {
+		if err := setupSlack(out, c, svc, h, zone, log); err != nil {
+			return err
+		}
+	}
+	if c.discordToken != "" {
+		if err := setupDiscord(out, c, svc, h, zone, log); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // chatZone is the zone for chat people who gave none; UTC when the
@@ -172,9 +188,20 @@ func setupDigest(out *chat, c chatConfig, svc *core.Service, log *slog.Logger) e
 	if out.discord != nil {
 		posters["discord"] = out.discord
 	}
+	if out.mailer != nil {
+		posters["email"] = out.mailer
+	}
+	for _, g := range out.groups {
+		posters["group:"+g.name] = g.robot
+	}
 	for _, t := range targets {
-		if posters[t.platform] == nil {
-			return usagef("--digest-to names %s:%s, but the %s app is off", t.platform, t.channel, t.platform)
+		if t.platform == "group" && posters["group:"+t.channel] == nil {
+			return usagef("--digest-to names group:%s, but GPUCAL_NOTIFY_GROUPS has no group of that name (groups are named by kind: wecom, feishu, dingtalk, webhook; a second of a kind wecom-2)", t.channel)
+		}
+		if t.platform != "group" && posters[t.platform] == nil {
+			why := map[string]string{"slack": "the Slack app is off (GPUCAL_SLACK_BOT_TOKEN)", "discord": "the Discord app is off (GPUCAL_DISCORD_TOKEN)",
+				"email": "email is off (GPUCAL_SMTP_URL)"}[t.platform]
+			return usagef("--digest-to names %s:%s, but %s", t.platform, t.channel, why)
 		}
 	}
 	jobs, err := newCalendarJobs(chatZone(c))

@@ -74,20 +74,18 @@ func newDispatcher(svc *core.Service, c chat, cfg chatConfig, log *slog.Logger, 
 	if c.discord != nil {
 		channels["discord"] = discordNotices{app: c.discord, svc: svc, zone: zone}
 	}
-	if cfg.smtp != "" {
-		mailer, err := newMailer(svc, cfg.smtp, zone)
-		if err != nil {
-			return nil, err
-		}
-		channels[core.ChannelEmail] = mailer
+	if c.mailer != nil {
+		channels[core.ChannelEmail] = c.mailer
 	}
 	// Slack allows about one message a second per conversation, Discord
-	// five every five seconds per channel, WeCom and DingTalk robots twenty
-	// a minute, Feishu about a hundred.
+	// five every five seconds per channel.
 	pace := map[string]time.Duration{"slack": time.Second, "discord": time.Second}
-	groups, err := groupChannels(svc, cfg, zone, pace)
-	if err != nil {
-		return nil, err
+	groups := map[string]notify.Channel{}
+	for _, g := range c.groups {
+		groups[g.name] = g.robot
+		if p := groupPace(g.kind); p > 0 {
+			pace[g.name] = p
+		}
 	}
 	if len(channels)+len(groups) == 0 {
 		return nil, nil
@@ -97,10 +95,29 @@ func newDispatcher(svc *core.Service, c chat, cfg chatConfig, log *slog.Logger, 
 	}), nil
 }
 
+// group is one team chat's robot of GPUCAL_NOTIFY_GROUPS.
+type group struct {
+	name  string // the kind ("wecom"), then "wecom-2" for a second one
+	kind  string
+	robot *robots.Robot
+}
+
+// groupPace is the least time between two posts to a group robot of
+// kind: WeCom and DingTalk robots take twenty a minute, Feishu's about a
+// hundred; 0 for no limit (a webhook).
+func groupPace(kind string) time.Duration {
+	switch kind {
+	case robots.WeCom, robots.DingTalk:
+		return 3 * time.Second
+	case robots.Feishu:
+		return 600 * time.Millisecond
+	}
+	return 0
+}
+
 // groupChannels builds the team chats' robots of GPUCAL_NOTIFY_GROUPS,
-// named by kind ("wecom", then "wecom-2" for a second one), worded in
-// --notify-groups-lang and the chat zone.
-func groupChannels(svc *core.Service, cfg chatConfig, zone *time.Location, pace map[string]time.Duration) (map[string]notify.Channel, error) {
+// worded in --notify-groups-lang and the chat zone.
+func groupChannels(svc *core.Service, cfg chatConfig, zone *time.Location) ([]group, error) {
 	if cfg.groups == "" {
 		return nil, nil
 	}
@@ -111,24 +128,20 @@ func groupChannels(svc *core.Service, cfg chatConfig, zone *time.Location, pace 
 	if cfg.groupsLang != "en" && cfg.groupsLang != "zh" {
 		return nil, usagef("--notify-groups-lang %q: use en or zh", cfg.groupsLang)
 	}
-	out := map[string]notify.Channel{}
+	var out []group
+	taken := map[string]bool{}
 	for _, rc := range configs {
 		name := rc.Kind
-		for i := 2; out[name] != nil; i++ {
+		for i := 2; taken[name]; i++ {
 			name = fmt.Sprintf("%s-%d", rc.Kind, i)
 		}
+		taken[name] = true
 		rc.Render = func(m notify.Message) string { return bot.Notice(m.Event, cfg.groupsLang, zone, svc.Now()).String() }
 		r, err := robots.New(rc)
 		if err != nil {
 			return nil, usagef("GPUCAL_NOTIFY_GROUPS: %v", err)
 		}
-		out[name] = r
-		switch rc.Kind {
-		case robots.WeCom, robots.DingTalk:
-			pace[name] = 3 * time.Second
-		case robots.Feishu:
-			pace[name] = 600 * time.Millisecond
-		}
+		out = append(out, group{name: name, kind: rc.Kind, robot: r})
 	}
 	return out, nil
 }

@@ -96,7 +96,8 @@ func parseWeekTime(s string) (weekTime, error) {
 	return weekTime{day: wd, hour: h, minute: m}, nil
 }
 
-// filePoster posts a file with a comment to a chat channel.
+// filePoster posts a file with a comment to a chat channel, a mailbox or
+// a group robot.
 type filePoster interface {
 	PostFile(ctx context.Context, channel, text, filename string, data []byte) error
 }
@@ -111,8 +112,13 @@ func parseDigestTargets(s string) ([]digestTarget, error) {
 	var out []digestTarget
 	for _, t := range commaSeparated(s) {
 		p, ch, ok := strings.Cut(t, ":")
-		if !ok || ch == "" || (p != "slack" && p != "discord") {
-			return nil, fmt.Errorf("%q: name a channel as slack:CHANNEL_ID or discord:CHANNEL_ID", t)
+		if !ok || ch == "" || (p != "slack" && p != "discord" && p != "email" && p != "group") {
+			return nil, fmt.Errorf("%q: name a target as slack:CHANNEL_ID, discord:CHANNEL_ID, email:ADDRESS or group:NAME", t)
+		}
+		if p == "email" {
+			if err := core.CheckEmail(ch); err != nil {
+				return nil, fmt.Errorf("%q: %s", t, core.ErrorMessage(err))
+			}
 		}
 		out = append(out, digestTarget{platform: p, channel: ch})
 	}
@@ -154,7 +160,11 @@ func (d digestJob) post(ctx context.Context) error {
 	name := "gpucal-digest-" + end.Format("2006-01-02") + ".png"
 	var failed []string
 	for _, t := range d.targets {
-		p, ok := d.posters[t.platform]
+		key := t.platform
+		if key == "group" {
+			key = "group:" + t.channel
+		}
+		p, ok := d.posters[key]
 		if !ok {
 			failed = append(failed, t.platform+":"+t.channel+" (the app is off)")
 			continue

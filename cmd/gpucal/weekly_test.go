@@ -6,6 +6,7 @@ import (
 	"errors"
 	"image/png"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,11 +48,12 @@ func FuzzParseWeekTime(f *testing.F) {
 }
 
 func TestParseDigestTargets(t *testing.T) {
-	got, err := parseDigestTargets("slack:C0123, discord:9876")
-	if err != nil || len(got) != 2 || got[0] != (digestTarget{"slack", "C0123"}) || got[1] != (digestTarget{"discord", "9876"}) {
+	got, err := parseDigestTargets("slack:C0123, discord:9876,email:ops@example.org,group:wecom-2")
+	want := []digestTarget{{"slack", "C0123"}, {"discord", "9876"}, {"email", "ops@example.org"}, {"group", "wecom-2"}}
+	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("parseDigestTargets = %+v, %v", got, err)
 	}
-	for _, bad := range []string{"C0123", "teams:C1", "slack:"} {
+	for _, bad := range []string{"C0123", "teams:C1", "slack:", "email:ops", "group:"} {
 		if _, err := parseDigestTargets(bad); err == nil {
 			t.Errorf("parseDigestTargets(%q) accepted it", bad)
 		}
@@ -77,13 +79,17 @@ func (p *recordingPoster) PostFile(ctx context.Context, channel, text, filename 
 func TestDigestJob(t *testing.T) {
 	e := coretest.NewEnv()
 	e.AddNodes(t, coretest.Node("node-1").GPUs(8, "NVIDIA A100-SXM4-80GB").Build())
-	slack, discord := &recordingPoster{}, &recordingPoster{}
+	slack, discord, mail, wecom := &recordingPoster{}, &recordingPoster{}, &recordingPoster{}, &recordingPoster{}
 	job := digestJob{svc: e.Service, lang: "zh", log: slog.New(slog.DiscardHandler),
-		targets: []digestTarget{{"slack", "C1"}, {"discord", "D1"}}, posters: map[string]filePoster{"slack": slack, "discord": discord}}
+		targets: []digestTarget{{"slack", "C1"}, {"discord", "D1"}, {"email", "ops@example.org"}, {"group", "wecom"}},
+		posters: map[string]filePoster{"slack": slack, "discord": discord, "email": mail, "group:wecom": wecom}}
 	if err := job.post(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*recordingPoster{slack, discord} {
+	if mail.channels[0] != "ops@example.org" {
+		t.Errorf("mailed to %q", mail.channels)
+	}
+	for _, p := range []*recordingPoster{slack, discord, mail, wecom} {
 		if len(p.files) != 1 || !strings.Contains(p.texts[0], "GPU") {
 			t.Fatalf("posted %d files, texts %q", len(p.files), p.texts)
 		}
@@ -99,6 +105,29 @@ func TestDigestJob(t *testing.T) {
 	discord.fail = true
 	if err := job.post(context.Background()); err == nil || !strings.Contains(err.Error(), "discord:D1") {
 		t.Errorf("a failed target: %v", err)
+	}
+}
+
+// TestDigestTargetsNeedTheirChannel: a digest target whose channel is
+// not configured is a usage error at start-up, saying what to set.
+func TestDigestTargetsNeedTheirChannel(t *testing.T) {
+	e := coretest.NewEnv()
+	log := slog.New(slog.DiscardHandler)
+	for to, want := range map[string]string{
+		"email:ops@example.org": "GPUCAL_SMTP_URL",
+		"slack:C1":              "GPUCAL_SLACK_BOT_TOKEN",
+		"group:feishu":          "no group of that name",
+	} {
+		c := chatConfig{zone: "UTC", groupsLang: "en", digestTo: to, digestAt: "mon 09:00", digestLang: "en",
+			groups: "wecom=https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k1"}
+		if _, err := setupChat(c, e.Service, log, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--digest-to %s: %v; want it to say %q", to, err, want)
+		}
+	}
+	c := chatConfig{zone: "UTC", groupsLang: "en", digestTo: "group:wecom,email:ops@example.org", digestAt: "mon 09:00", digestLang: "en",
+		groups: "wecom=https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k1", smtp: "smtp://relay.example.org:25?from=gpucal@example.org&tls=none"}
+	if out, err := setupChat(c, e.Service, log, nil); err != nil || len(out.leaderParts) != 1 || out.mailer == nil || len(out.groups) != 1 {
+		t.Errorf("a digest to a group and a mailbox without a chat app: %v, %d scheduled parts", err, len(out.leaderParts))
 	}
 }
 
@@ -130,28 +159,32 @@ func TestCalendarJobs(t *testing.T) {
 	}
 }
 
-// TestGroupChannels: GPUCAL_NOTIFY_GROUPS becomes one named channel per
-// robot, paced by its vendor's limit; a bad entry is a usage error.
+// TestGroupChannels: GPUCAL_NOTIFY_GROUPS becomes one named robot per
+// entry, paced by its vendor's limit; a bad entry is a usage error.
 func TestGroupChannels(t *testing.T) {
 	e := coretest.NewEnv()
-	pace := map[string]time.Duration{}
 	cfg := chatConfig{zone: "UTC", groupsLang: "zh",
 		groups: "wecom=https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k1;wecom=https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k2;" +
 			"feishu=https://open.feishu.cn/open-apis/bot/v2/hook/t1|s1;webhook=https://example.org/hook"}
-	got, err := groupChannels(e.Service, cfg, time.UTC, pace)
+	got, err := groupChannels(e.Service, cfg, time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"wecom", "wecom-2", "feishu", "webhook"} {
-		if got[name] == nil {
-			t.Errorf("no channel %s in %v", name, got)
+	var names []string
+	for _, g := range got {
+		if g.robot == nil {
+			t.Errorf("group %s has no robot", g.name)
 		}
+		names = append(names, g.name+"/"+g.kind)
 	}
-	if pace["wecom-2"] != 3*time.Second || pace["feishu"] != 600*time.Millisecond {
-		t.Errorf("pace %v", pace)
+	if want := []string{"wecom/wecom", "wecom-2/wecom", "feishu/feishu", "webhook/webhook"}; !slices.Equal(names, want) {
+		t.Errorf("groups %v, want %v", names, want)
+	}
+	if groupPace("wecom") != 3*time.Second || groupPace("feishu") != 600*time.Millisecond || groupPace("webhook") != 0 {
+		t.Errorf("paces: wecom %s, feishu %s, webhook %s", groupPace("wecom"), groupPace("feishu"), groupPace("webhook"))
 	}
 	for _, bad := range []chatConfig{{zone: "UTC", groupsLang: "en", groups: "teams=https://x"}, {zone: "UTC", groupsLang: "fr", groups: "webhook=https://example.org/h"}} {
-		if _, err := groupChannels(e.Service, bad, time.UTC, pace); err == nil || strings.Contains(err.Error(), "k1") {
+		if _, err := groupChannels(e.Service, bad, time.UTC); err == nil || strings.Contains(err.Error(), "k1") {
 			t.Errorf("groupChannels(%q, %q): %v", bad.groups, bad.groupsLang, err)
 		}
 	}
