@@ -65,6 +65,20 @@ func (a *App) Notify(ctx context.Context, user, key string, r bot.Reply) (string
 	return msgID, first
 }
 
+// Post sends r to a channel the bot can write in (the admins' alert
+// channel), with a nonce from key as Notify does, and returns the
+// message's ID.
+func (a *App) Post(ctx context.Context, channelID, key string, r bot.Reply) (string, error) {
+	m := a.render(r)
+	n := nonce(key, channelID)
+	id, err := a.post(ctx, channelID, outgoing{Content: m.Content, Embeds: m.Embeds, Components: m.Components,
+		AllowedMentions: noMentions(), Nonce: n, EnforceNonce: n != ""})
+	if err != nil {
+		return "", fmt.Errorf("discord: posting to %s: %w", channelID, err)
+	}
+	return id, nil
+}
+
 // nonce is the nonce of a notice's message to one Discord user: at most
 // 25 characters, as Discord allows; "" (none) without a key.
 func nonce(key, userID string) string {
@@ -140,4 +154,18 @@ func (a *App) post(ctx context.Context, channelID string, m outgoing) (string, e
 func refused(err error) bool {
 	var re *discordgo.RESTError
 	return errors.As(err, &re) && re.Message != nil && re.Message.Code == discordgo.ErrCodeCannotSendMessagesToThisUser
+}
+
+// Permanent reports whether retrying cannot help a post: the channel is
+// unknown, or the bot may not see it or write in it.
+func Permanent(err error) bool {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Message == nil {
+		return false
+	}
+	switch re.Message.Code {
+	case discordgo.ErrCodeUnknownChannel, discordgo.ErrCodeMissingAccess, discordgo.ErrCodeMissingPermissions:
+		return true
+	}
+	return false
 }

@@ -43,19 +43,7 @@ func (a *App) Notify(ctx context.Context, user string, n Notice) (string, error)
 		if err != nil {
 			return "", fmt.Errorf("slack: conversations.open with %s: %w", id.ID, err)
 		}
-		if n.Retry {
-			if ts, found, err := a.findNotice(ctx, ch.ID, n.Key); err != nil {
-				return "", err
-			} else if found {
-				sent = append(sent, ch.ID+"/"+ts)
-				continue
-			}
-		}
-		r := bot.Notice(n.Event, id.Lang, a.zoneOf(ctx, id), a.svc.Now())
-		_, ts, err := a.notices.PostMessageContext(ctx, ch.ID,
-			slackapi.MsgOptionText(clip(escape(r.String()), maxSectionText), false),
-			slackapi.MsgOptionBlocks(blocks(r)...),
-			slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: noticeEvent, EventPayload: map[string]any{"key": n.Key}}))
+		ts, err := a.postNotice(ctx, ch.ID, n, func() bot.Reply { return bot.Notice(n.Event, id.Lang, a.zoneOf(ctx, id), a.svc.Now()) })
 		if err != nil {
 			return "", fmt.Errorf("slack: direct message to %s: %w", id.ID, err)
 		}
@@ -65,6 +53,35 @@ func (a *App) Notify(ctx context.Context, user string, n Notice) (string, error)
 		return "", &noReachError{user: user}
 	}
 	return strings.Join(sent, ","), nil
+}
+
+// Post sends n to a channel the bot is in (the admins' alert channel),
+// worded in lang and the site's zone, and returns the message's ID
+// ("channel/ts"). With n.Retry it first looks for it there, as Notify
+// does.
+func (a *App) Post(ctx context.Context, channel string, n Notice, lang string) (string, error) {
+	ts, err := a.postNotice(ctx, channel, n, func() bot.Reply { return bot.Notice(n.Event, lang, a.cfg.Zone, a.svc.Now()) })
+	if err != nil {
+		return "", fmt.Errorf("slack: posting to %s: %w", channel, err)
+	}
+	return channel + "/" + ts, nil
+}
+
+// postNotice posts the notice worded by word to a conversation, tagged
+// with n.Key, unless n.Retry and the conversation has it already; it
+// returns the message's timestamp.
+func (a *App) postNotice(ctx context.Context, channel string, n Notice, word func() bot.Reply) (string, error) {
+	if n.Retry {
+		if ts, found, err := a.findNotice(ctx, channel, n.Key); err != nil || found {
+			return ts, err
+		}
+	}
+	r := word()
+	_, ts, err := a.notices.PostMessageContext(ctx, channel,
+		slackapi.MsgOptionText(clip(escape(r.String()), maxSectionText), false),
+		slackapi.MsgOptionBlocks(blocks(r)...),
+		slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: noticeEvent, EventPayload: map[string]any{"key": n.Key}}))
+	return ts, err
 }
 
 // zoneOf is the zone a Slack person's notices are in: the one they chose,
@@ -122,7 +139,9 @@ func Permanent(err error) bool {
 		switch se.Err {
 		// A bad or revoked token is the site's to fix, not the person's: it
 		// is retried with backoff rather than given up for every delivery.
-		case "user_not_found", "user_disabled", "account_inactive", "cannot_dm_bot":
+		case "user_not_found", "user_disabled", "account_inactive", "cannot_dm_bot",
+			// A channel post: the channel is gone, archived, or the bot is not in it.
+			"channel_not_found", "not_in_channel", "is_archived":
 			return true
 		}
 	}

@@ -40,6 +40,7 @@ type chatConfig struct {
 	discordAPI      string // the REST API's base URL; "" for Discord's own
 
 	groups     string // GPUCAL_NOTIFY_GROUPS: team chats' robots for the admins' events
+	channels   string // GPUCAL_NOTIFY_CHANNELS: Slack and Discord channels for the admins' events
 	smtp       string // GPUCAL_SMTP_URL: notices by email
 	groupsLang string
 	summaryAt  string // "09:00": the admins' daily summary; "off"
@@ -69,7 +70,8 @@ func (c *chatConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.discordFallback, "discord-fallback-channel", e.getenv("GPUCAL_DISCORD_FALLBACK_CHANNEL"), "Discord channel ID for messages to people who do not accept direct messages (GPUCAL_DISCORD_FALLBACK_CHANNEL)")
 	fs.StringVar(&c.smtp, "smtp-url", "", "send notices by email too: smtp://USER:PASSWORD@HOST:587?from=gpucal@example.org[&tls=starttls|tls|none] (better: GPUCAL_SMTP_URL)")
 	fs.StringVar(&c.groups, "notify-groups", "", "team chats that get the admins' events: KIND=URL[|SECRET];… with kind wecom, feishu, dingtalk or webhook (better: GPUCAL_NOTIFY_GROUPS)")
-	fs.StringVar(&c.groupsLang, "notify-groups-lang", envOr(e, "GPUCAL_NOTIFY_GROUPS_LANG", "en"), "the language of the team chats' messages: en or zh (GPUCAL_NOTIFY_GROUPS_LANG)")
+	fs.StringVar(&c.channels, "notify-channels", e.getenv("GPUCAL_NOTIFY_CHANNELS"), "Slack and Discord channels that get the admins' events: slack:C0123,discord:112233… (GPUCAL_NOTIFY_CHANNELS)")
+	fs.StringVar(&c.groupsLang, "notify-groups-lang", envOr(e, "GPUCAL_NOTIFY_GROUPS_LANG", "en"), "the language of the team chats' and channels' messages: en or zh (GPUCAL_NOTIFY_GROUPS_LANG)")
 	fs.StringVar(&c.summaryAt, "summary-at", envOr(e, "GPUCAL_SUMMARY_AT", "09:00"), "when the admins get the daily summary, in --chat-zone, or off (GPUCAL_SUMMARY_AT)")
 	fs.StringVar(&c.digestTo, "digest-to", e.getenv("GPUCAL_DIGEST_TO"), "post the weekly digest to these channels: slack:CHANNEL_ID,discord:CHANNEL_ID (GPUCAL_DIGEST_TO)")
 	fs.StringVar(&c.digestAt, "digest-at", envOr(e, "GPUCAL_DIGEST_AT", "mon 09:00"), "when the weekly digest is posted, in --chat-zone (GPUCAL_DIGEST_AT)")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -87,6 +88,14 @@ func newDispatcher(svc *core.Service, c chat, cfg chatConfig, log *slog.Logger, 
 			pace[g.name] = p
 		}
 	}
+	posts, err := channelPosts(svc, c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for name, ch := range posts {
+		groups[name] = ch
+		pace[name] = time.Second
+	}
 	if len(channels)+len(groups) == 0 {
 		return nil, nil
 	}
@@ -100,6 +109,62 @@ type group struct {
 	name  string // the kind ("wecom"), then "wecom-2" for a second one
 	kind  string
 	robot *robots.Robot
+}
+
+// slackPosts is a Slack channel that gets the admins' events, worded in
+// one language.
+type slackPosts struct {
+	app           *slack.App
+	channel, lang string
+}
+
+func (c slackPosts) Send(ctx context.Context, _ string, m notify.Message) (string, error) {
+	id, err := c.app.Post(ctx, c.channel, slack.Notice{Key: m.Key, Event: m.Event, Retry: m.Retry}, c.lang)
+	if wait, ok := slack.RetryAfter(err); ok {
+		return "", &notify.RetryAfterError{Wait: wait, Err: err}
+	}
+	if slack.Permanent(err) {
+		return "", &notify.PermanentError{Err: err}
+	}
+	return id, err
+}
+
+// discordPosts is a Discord channel that gets the admins' events.
+type discordPosts struct {
+	app           *discord.App
+	svc           *core.Service
+	zone          *time.Location
+	channel, lang string
+}
+
+func (c discordPosts) Send(ctx context.Context, _ string, m notify.Message) (string, error) {
+	id, err := c.app.Post(ctx, c.channel, m.Key, bot.Notice(m.Event, c.lang, c.zone, c.svc.Now()))
+	if discord.Permanent(err) {
+		return "", &notify.PermanentError{Err: err}
+	}
+	return id, err
+}
+
+// channelPosts builds the channels of --notify-channels, named as given
+// ("slack:C0123"); each app named must be on.
+func channelPosts(svc *core.Service, c chat, cfg chatConfig) (map[string]notify.Channel, error) {
+	out := map[string]notify.Channel{}
+	for _, t := range commaSeparated(cfg.channels) {
+		platform, id, ok := strings.Cut(t, ":")
+		switch {
+		case !ok || id == "":
+			return nil, usagef("--notify-channels %q: name each as slack:CHANNEL_ID or discord:CHANNEL_ID", t)
+		case platform == "slack" && c.slack != nil:
+			out[t] = slackPosts{app: c.slack, channel: id, lang: cfg.groupsLang}
+		case platform == "discord" && c.discord != nil:
+			out[t] = discordPosts{app: c.discord, svc: svc, zone: chatZone(cfg), channel: id, lang: cfg.groupsLang}
+		case platform == "slack" || platform == "discord":
+			return nil, usagef("--notify-channels names %s, but the %s app is off", t, platform)
+		default:
+			return nil, usagef("--notify-channels %q: name each as slack:CHANNEL_ID or discord:CHANNEL_ID", t)
+		}
+	}
+	return out, nil
 }
 
 // groupPace is the least time between two posts to a group robot of
