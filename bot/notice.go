@@ -38,6 +38,9 @@ func Notice(e core.Event, lang string, loc *time.Location, now time.Time) Reply 
 	switch e.Kind {
 	case core.EventStarted:
 		text = say(lang, "%s started on %s GPU(s).", "%s 已开始，使用 %s 张 GPU。", job, d[core.DataGPUs])
+		if on := d[core.DataGPU]; on != "" {
+			text = say(lang, "%s started on %s GPU(s): %s.", "%s 已开始，使用 %s 张 GPU：%s。", job, d[core.DataGPUs], on)
+		}
 	case core.EventStartsSoon:
 		start, ok1 := at(core.DataStart)
 		p90, ok2 := at(core.DataStartP90)

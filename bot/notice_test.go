@@ -13,6 +13,7 @@ import (
 // (now: Wed 2 Dec 2026 10:00 UTC = 18:00 in Shanghai).
 var noticeEvents = []core.Event{
 	{Kind: core.EventStarted, Data: map[string]string{"job": "j42", "name": "llama-ft", "gpus": "4"}},
+	{Kind: core.EventStarted, Data: map[string]string{"job": "j43", "gpus": "2", "gpu": "node-3/0, node-3/1"}},
 	{Kind: core.EventStartsSoon, Data: map[string]string{"job": "j42", "name": "llama-ft", "start": "2026-12-02T10:10:00Z", "start_p90": "2026-12-02T10:25:00Z"}},
 	{Kind: core.EventStartMovedLater, Data: map[string]string{"job": "j42", "name": "llama-ft", "start": "2026-12-02T13:30:00Z", "was": "2026-12-02T12:00:00Z",
 		"reason": "j812, ahead in the queue, is running longer than expected"}},
@@ -46,6 +47,7 @@ func TestNotice(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	want := [][2]string{
 		{"j42 (llama-ft) started on 4 GPU(s).", "j42（llama-ft） 已开始，使用 4 张 GPU。"},
+		{"j43 started on 2 GPU(s): node-3/0, node-3/1.", "j43 已开始，使用 2 张 GPU：node-3/0, node-3/1。"},
 		{"j42 (llama-ft) should start at about 18:10 (by 18:25 at the latest).", "j42（llama-ft） 预计约 18:10 开始（最晚 18:25）。"},
 		{"j42 (llama-ft) is now expected to start at 21:30, not 20:00: j812, ahead in the queue, is running longer than expected.",
 			"j42（llama-ft） 预计开始时间推迟到 21:30（原为 20:00）：j812, ahead in the queue, is running longer than expected。"},

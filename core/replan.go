@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -67,6 +68,7 @@ func (s *Service) Replan(ctx context.Context, now time.Time) (ReplanResult, erro
 			return err
 		}
 		out := outcomeOf(plan, prev, jobs, started, now)
+		nameGPUs(out.events, plan, gpus)
 		if err := tx.SetPredictions(ctx, out.changed); err != nil {
 			return err
 		}
@@ -77,6 +79,30 @@ func (s *Service) Replan(ctx context.Context, now time.Time) (ReplanResult, erro
 		return ReplanResult{}, err
 	}
 	return res, nil
+}
+
+// nameGPUs adds the GPUs a started job got, by name ("node-3/0, node-3/1"),
+// to its started event, and says where in its sentence.
+func nameGPUs(events []Event, plan Plan, gpus map[int64]GPU) {
+	planned := make(map[int64][]int64, len(plan.Queued))
+	for _, pj := range plan.Queued {
+		planned[pj.Job] = pj.GPUs
+	}
+	for i, e := range events {
+		if e.Kind != EventStarted {
+			continue
+		}
+		var names []string
+		for _, id := range planned[e.Job] {
+			if g, ok := gpus[id]; ok {
+				names = append(names, g.Label())
+			}
+		}
+		if len(names) > 0 {
+			events[i].Data[DataGPU] = strings.Join(names, ", ")
+			events[i].Detail = e.Detail + " (" + events[i].Data[DataGPU] + ")"
+		}
+	}
 }
 
 // outcome is what committing a plan writes besides the starts.

@@ -115,6 +115,14 @@ func TestReplanEvents(t *testing.T) {
 	if diff := cmp.Diff([]string{"starts_soon"}, got); diff != "" {
 		t.Errorf("events of the waiting job (-want +got):\n%s", diff)
 	}
+	// The started event names the GPUs the job got.
+	for _, ev := range events(t, e) {
+		if ev.Kind == core.EventStarted {
+			if n := strings.Count(ev.Data[core.DataGPU], "/"); n != 8 || !strings.HasSuffix(ev.Detail, "("+ev.Data[core.DataGPU]+")") {
+				t.Errorf("started: %q, GPUs %q; want the 8 GPUs by name", ev.Detail, ev.Data[core.DataGPU])
+			}
+		}
+	}
 }
 
 // racyStore runs before once, just before the first Update: it plays a
