@@ -45,15 +45,19 @@ type ChartOptions struct {
 	// FontPath with CJK glyphs, and without one the chart stays in
 	// English. Anything else is English.
 	Lang string
+	// Zone is the zone the period's dates and the heatmap's weekdays and
+	// hours are in (the team's); nil is UTC. See InZone.
+	Zone *time.Location
 }
 
 // Chart draws the report as a PNG of Width×Height pixels: a title with
 // the period and the overall utilisation; on the left, utilisation by
-// weekday (rows, Monday on top) and hour (columns, UTC) with a colour
+// weekday (rows, Monday on top) and hour (columns, in opts.Zone) with a colour
 // scale below it; on the right, GPU-hours by project as horizontal bars,
 // most used on top (the top 8, then "others"). The same report and
 // options give the same bytes.
 func Chart(r core.Report, opts ChartOptions) ([]byte, error) {
+	r, zone := InZone(r, opts.Zone)
 	f, err := loadFonts(opts.FontPath)
 	if err != nil {
 		return nil, err
@@ -67,12 +71,12 @@ func Chart(r core.Report, opts ChartOptions) ([]byte, error) {
 	const margin = 3 * vg.Millimeter
 
 	// 1. The title across the top.
-	top := drawTitle(dc, f, w, r)
+	top := drawTitle(dc, f, w, r, zone)
 
 	// 2. The heatmap and its colour scale on the left, 62% of the width.
 	split := dc.Min.X + (dc.Max.X-dc.Min.X)*0.62
 	left := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: dc.Min.X + margin, Y: dc.Min.Y + margin}, Max: vg.Point{X: split - margin, Y: top}}}
-	if err := drawHeatmap(left, f, w, r); err != nil {
+	if err := drawHeatmap(left, f, w, r, zone); err != nil {
 		return nil, err
 	}
 
@@ -93,33 +97,34 @@ func Chart(r core.Report, opts ChartOptions) ([]byte, error) {
 type chartWords struct {
 	// title is given the period's ends, the utilisation, the GPUs, and
 	// the GPU-hours used and offered.
-	title                                                func(from, to, util string, gpus int, used, offered string) string
-	heat, hour, scale, projects, gpuHours, others, noUse string
+	title                                                func(from, to, zone, util string, gpus int, used, offered string) string
+	heat, hour                                           string // formats of the zone's name
+	scale, projects, gpuHours, others, noUse             string
 	days                                                 [7]string // Sunday first, as time.Weekday
 }
 
 var chartWordsEN = chartWords{
-	title: func(from, to, util string, gpus int, used, offered string) string {
-		return fmt.Sprintf("GPU usage %s to %s (UTC): %s utilisation of %d GPUs, %s of %s GPU-hours", from, to, util, gpus, used, offered)
+	title: func(from, to, zone, util string, gpus int, used, offered string) string {
+		return fmt.Sprintf("GPU usage %s to %s (%s): %s utilisation of %d GPUs, %s of %s GPU-hours", from, to, zone, util, gpus, used, offered)
 	},
-	heat: "Utilisation by weekday and hour (UTC)", hour: "hour (UTC)", scale: "share of GPUs held by jobs",
+	heat: "Utilisation by weekday and hour (%s)", hour: "hour (%s)", scale: "share of GPUs held by jobs",
 	projects: "GPU-hours by project", gpuHours: "GPU-hours", others: "others", noUse: "no GPU use in this period",
 	days: [7]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"},
 }
 
 var chartWordsZH = chartWords{
-	title: func(from, to, util string, gpus int, used, offered string) string {
-		return fmt.Sprintf("GPU 使用情况 %s 至 %s (UTC)：%d 块 GPU 利用率 %s，已用 %s / %s GPU 小时", from, to, gpus, util, used, offered)
+	title: func(from, to, zone, util string, gpus int, used, offered string) string {
+		return fmt.Sprintf("GPU 使用情况 %s 至 %s (%s)：%d 块 GPU 利用率 %s，已用 %s / %s GPU 小时", from, to, zone, gpus, util, used, offered)
 	},
-	heat: "按星期和小时的利用率 (UTC)", hour: "小时 (UTC)", scale: "作业占用的 GPU 比例",
+	heat: "按星期和小时的利用率 (%s)", hour: "小时 (%s)", scale: "作业占用的 GPU 比例",
 	projects: "各项目 GPU 小时", gpuHours: "GPU 小时", others: "其他", noUse: "本期没有 GPU 使用",
 	days: [7]string{"周日", "周一", "周二", "周三", "周四", "周五", "周六"},
 }
 
 // drawTitle writes the title at the top of c and returns the Y below it.
-func drawTitle(c draw.Canvas, f fonts, w chartWords, r core.Report) vg.Length {
-	from, to := periodDates(r.From, r.To)
-	title := w.title(from, to, percent(r.Utilisation), r.GPUs, fmtHours(r.Used), fmtHours(r.Capacity))
+func drawTitle(c draw.Canvas, f fonts, w chartWords, r core.Report, zone *time.Location) vg.Length {
+	from, to := periodDates(r.From, r.To, zone)
+	title := w.title(from, to, zone.String(), percent(r.Utilisation), r.GPUs, fmtHours(r.Used), fmtHours(r.Capacity))
 	st := f.style(15)
 	st.XAlign, st.YAlign = draw.XCenter, draw.YTop
 	st.Color = color.Black
@@ -156,7 +161,7 @@ func (g *weekGrid) Y(r int) float64    { return float64(r) }
 // is Monday and row 0 Sunday.
 func rowDay(r int) int { return (7 - r) % 7 }
 
-func drawHeatmap(c draw.Canvas, f fonts, w chartWords, r core.Report) error {
+func drawHeatmap(c draw.Canvas, f fonts, w chartWords, r core.Report, zone *time.Location) error {
 	cm := heatColours()
 	grid := weekGrid(r.Heatmap)
 	hm := plotter.NewHeatMap(&grid, cm.Palette(256))
@@ -164,9 +169,9 @@ func drawHeatmap(c draw.Canvas, f fonts, w chartWords, r core.Report) error {
 
 	p := plot.New()
 	f.apply(p)
-	p.Title.Text = w.heat
+	p.Title.Text = fmt.Sprintf(w.heat, zone)
 	p.Title.TextStyle.Font.Size = 13
-	p.X.Label.Text = w.hour
+	p.X.Label.Text = fmt.Sprintf(w.hour, zone)
 	p.Add(hm)
 	var hours []plot.Tick
 	for h := range 24 {
@@ -313,14 +318,42 @@ func (hourTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// periodDates formats a period's ends for titles: dates when both are
-// midnights (the end then is the last day included), else date and time.
-func periodDates(from, to time.Time) (string, string) {
-	from, to = from.UTC(), to.UTC()
-	if from.Equal(from.Truncate(24*time.Hour)) && to.Equal(to.Truncate(24*time.Hour)) && to.After(from) {
+// periodDates formats a period's ends for titles, in zone: dates when
+// both are midnights there (the end then is the last day included), else
+// date and time.
+func periodDates(from, to time.Time, zone *time.Location) (string, string) {
+	from, to = from.In(zone), to.In(zone)
+	midnight := func(t time.Time) bool { return t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0 }
+	if midnight(from) && midnight(to) && to.After(from) {
 		return from.Format("2006-01-02"), to.Add(-time.Second).Format("2006-01-02")
 	}
 	return from.Format("2006-01-02 15:04"), to.Format("2006-01-02 15:04")
+}
+
+// InZone returns r with its heatmap's weekdays and hours in zone (nil:
+// UTC, unchanged), and the zone. The report's heatmap is by UTC hour; it
+// is turned by the zone's offset from UTC at the period's end, in whole
+// hours (a zone half an hour off UTC is read to the nearer hour, and a
+// period across a daylight-saving change is an hour off on one side of
+// it).
+func InZone(r core.Report, zone *time.Location) (core.Report, *time.Location) {
+	if zone == nil {
+		return r, time.UTC
+	}
+	_, offset := r.To.In(zone).Zone()
+	shift := int(math.Round(float64(offset) / 3600))
+	if shift == 0 {
+		return r, zone
+	}
+	var h [7][24]float64
+	for d := range 7 {
+		for hour := range 24 {
+			at := ((d*24+hour+shift)%168 + 168) % 168
+			h[at/24][at%24] = r.Heatmap[d][hour]
+		}
+	}
+	r.Heatmap = h
+	return r, zone
 }
 
 // percent formats a share as a whole percentage.

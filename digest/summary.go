@@ -16,15 +16,16 @@ const topTotals = 5
 // GPU-hours by project and by user (the top 5 of each, most used first,
 // numbered in the order the chart ranks projects), booked against used
 // hours and no-shows, the average and P90 wait, and estimate accuracy.
-// Lines end with "\n".
-func Summary(r core.Report, lang string) string {
+// Dates are in zone (nil: UTC). Lines end with "\n".
+func Summary(r core.Report, lang string, zone *time.Location) string {
+	r, zone = InZone(r, zone)
 	w := summaryWordsEN
 	if lang == "zh" {
 		w = summaryWordsZH
 	}
 	var b strings.Builder
-	from, to := periodDates(r.From, r.To)
-	fmt.Fprintf(&b, w.title+"\n", from, to)
+	from, to := periodDates(r.From, r.To, zone)
+	fmt.Fprintf(&b, w.title+"\n", from, to, zone)
 	fmt.Fprintf(&b, w.util+"\n", percent(r.Utilisation), r.GPUs, fmtHours(r.Used), fmtHours(r.Capacity))
 	if len(r.ByProject) == 0 {
 		b.WriteString(w.noUse + "\n")
@@ -85,7 +86,7 @@ type summaryWords struct {
 }
 
 var summaryWordsEN = summaryWords{
-	title:     "GPU digest, %s to %s (UTC)",
+	title:     "GPU digest, %s to %s (%s)",
 	util:      "Utilisation %s of %d GPUs: %s of %s GPU-hours used.",
 	noUse:     "No GPU use in this period.",
 	byProject: "By project: ", byUser: "By user: ", hours: " h", more: "%d more",
@@ -99,7 +100,7 @@ var summaryWordsEN = summaryWords{
 }
 
 var summaryWordsZH = summaryWords{
-	title:     "GPU 使用摘要：%s 至 %s (UTC)",
+	title:     "GPU 使用摘要：%s 至 %s (%s)",
 	util:      "利用率 %s（%d 块 GPU）：已用 %s / %s GPU 小时。",
 	noUse:     "本期没有 GPU 使用。",
 	byProject: "按项目：", byUser: "按用户：", hours: " 小时", more: "另有 %d 个",

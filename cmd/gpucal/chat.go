@@ -210,7 +210,7 @@ func setupDigest(out *chat, c chatConfig, svc *core.Service, log *slog.Logger) e
 	if err != nil {
 		return err
 	}
-	job := digestJob{svc: svc, targets: targets, posters: posters, lang: c.digestLang, font: c.digestFont, log: log.With("component", "digest")}
+	job := digestJob{svc: svc, targets: targets, posters: posters, lang: c.digestLang, font: c.digestFont, zone: chatZone(c), log: log.With("component", "digest")}
 	next, err := jobs.Weekly("weekly-digest", at, job.run)
 	if err != nil {
 		return err

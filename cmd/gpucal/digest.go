@@ -56,7 +56,7 @@ func runDigest(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if preview != "" {
-		png, err := digest.Chart(r, digest.ChartOptions{FontPath: fontPath, Lang: lang})
+		png, err := digest.Chart(r, digest.ChartOptions{FontPath: fontPath, Lang: lang, Zone: loc})
 		if err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ func runDigest(ctx context.Context, e *env, args []string) error {
 	if cf.json {
 		return printJSON(e.stdout, web.ReportToJSON(r))
 	}
-	fmt.Fprint(e.stdout, digest.Summary(r, lang))
+	fmt.Fprint(e.stdout, digest.Summary(r, lang, loc))
 	if preview != "" {
 		fmt.Fprintf(e.stdout, "\nChart (%d×%d) written to %s\n", digest.Width, digest.Height, preview)
 	}

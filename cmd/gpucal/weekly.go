@@ -134,6 +134,7 @@ type digestJob struct {
 	posters map[string]filePoster // by platform
 	lang    string
 	font    string
+	zone    *time.Location // the chat zone: dates, weekdays and hours
 	log     *slog.Logger
 }
 
@@ -152,8 +153,8 @@ func (d digestJob) post(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	text := digest.Summary(rep, d.lang)
-	png, err := digest.Chart(rep, digest.ChartOptions{FontPath: d.font, Lang: d.lang})
+	text := digest.Summary(rep, d.lang, d.zone)
+	png, err := digest.Chart(rep, digest.ChartOptions{FontPath: d.font, Lang: d.lang, Zone: d.zone})
 	if err != nil {
 		return err
 	}
@@ -183,11 +184,11 @@ func (d digestJob) post(ctx context.Context) error {
 // dailySummary writes the admins' summary of the last 24 hours to the
 // outbox: the notifier delivers it like any admins' event (chat, email,
 // team chats), once per day.
-func dailySummary(ctx context.Context, svc *core.Service, log *slog.Logger) {
+func dailySummary(ctx context.Context, svc *core.Service, zone *time.Location, log *slog.Logger) {
 	end := svc.Now().Truncate(time.Hour)
 	rep, err := svc.Report(ctx, core.System, core.ReportQuery{From: end.Add(-24 * time.Hour), To: end})
 	if err == nil {
-		err = svc.AnnounceSummary(ctx, end.Format("2006-01-02"), digest.Summary(rep, "en"), digest.Summary(rep, "zh"))
+		err = svc.AnnounceSummary(ctx, end.Format("2006-01-02"), digest.Summary(rep, "en", zone), digest.Summary(rep, "zh", zone))
 	}
 	if err != nil {
 		log.Error("the daily summary", "err", err)
@@ -208,7 +209,7 @@ func scheduleSummary(c chatConfig, svc *core.Service, log *slog.Logger) (func(co
 	if err != nil {
 		return nil, err
 	}
-	if _, err := jobs.Daily("daily-summary", at.Hour(), at.Minute(), func(ctx context.Context) { dailySummary(ctx, svc, log) }); err != nil {
+	if _, err := jobs.Daily("daily-summary", at.Hour(), at.Minute(), func(ctx context.Context) { dailySummary(ctx, svc, chatZone(c), log) }); err != nil {
 		return nil, err
 	}
 	return jobs.Run, nil

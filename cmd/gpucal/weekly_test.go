@@ -196,8 +196,8 @@ func TestDailySummary(t *testing.T) {
 	e := coretest.NewEnv()
 	e.AddNodes(t, coretest.Node("node-1").GPUs(8, "NVIDIA A100-SXM4-80GB").Build())
 	log := slog.New(slog.DiscardHandler)
-	dailySummary(context.Background(), e.Service, log)
-	dailySummary(context.Background(), e.Service, log)
+	dailySummary(context.Background(), e.Service, time.UTC, log)
+	dailySummary(context.Background(), e.Service, time.UTC, log)
 	var events []core.Event
 	e.Store.View(context.Background(), func(tx core.Tx) (err error) { events, err = tx.Events(context.Background(), 0, 0); return err })
 	if len(events) != 1 || events[0].Kind != core.EventDailySummary || events[0].User != core.Admins ||
