@@ -97,10 +97,10 @@ func Chart(r core.Report, opts ChartOptions) ([]byte, error) {
 type chartWords struct {
 	// title is given the period's ends, the utilisation, the GPUs, and
 	// the GPU-hours used and offered.
-	title                                                func(from, to, zone, util string, gpus int, used, offered string) string
-	heat, hour                                           string // formats of the zone's name
-	scale, projects, gpuHours, others, noUse             string
-	days                                                 [7]string // Sunday first, as time.Weekday
+	title                                    func(from, to, zone, util string, gpus int, used, offered string) string
+	heat, hour                               string // formats of the zone's name
+	scale, projects, gpuHours, others, noUse string
+	days                                     [7]string // Sunday first, as time.Weekday
 }
 
 var chartWordsEN = chartWords{
@@ -323,7 +323,9 @@ func (hourTicks) Ticks(lo, hi float64) []plot.Tick {
 // date and time.
 func periodDates(from, to time.Time, zone *time.Location) (string, string) {
 	from, to = from.In(zone), to.In(zone)
-	midnight := func(t time.Time) bool { return t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0 }
+	midnight := func(t time.Time) bool {
+		return t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0
+	}
 	if midnight(from) && midnight(to) && to.After(from) {
 		return from.Format("2006-01-02"), to.Add(-time.Second).Format("2006-01-02")
 	}
