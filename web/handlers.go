@@ -338,7 +338,12 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, a core.Acto
 
 // fail writes err and logs it when it is the server's fault.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if status(err) >= 500 {
+	switch {
+	case r.Context().Err() != nil:
+		// The client went away (or the server is stopping) before the
+		// answer: nobody reads it, and it is not the server's failure.
+		s.log.Debug("request abandoned", "method", r.Method, "path", r.URL.Path, "err", err)
+	case status(err) >= 500:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeError(w, err)

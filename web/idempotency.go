@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -59,19 +60,24 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, a core.Actor
 
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	buf := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
+	// The outcome is recorded even when the client has gone meanwhile: a
+	// change made but not recorded would run again on a retry once the
+	// claim is stale.
+	keep, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+	defer cancel()
 	completed := false
 	defer func() {
 		if !completed { // the handler panicked: let a retry run again
-			s.keys.ReleaseKey(r.Context(), a.User, key)
+			s.keys.ReleaseKey(keep, a.User, key)
 		}
 	}()
 	h(buf, r, a)
 	completed = true
 	if buf.status >= 500 {
-		if err := s.keys.ReleaseKey(r.Context(), a.User, key); err != nil {
+		if err := s.keys.ReleaseKey(keep, a.User, key); err != nil {
 			s.log.Error("releasing idempotency key", "user", a.User, "err", err)
 		}
-	} else if err := s.keys.CompleteKey(r.Context(), a.User, key, buf.status, buf.body.Bytes()); err != nil {
+	} else if err := s.keys.CompleteKey(keep, a.User, key, buf.status, buf.body.Bytes()); err != nil {
 		s.log.Error("storing idempotent response", "user", a.User, "err", err)
 	}
 	for k, v := range buf.header {

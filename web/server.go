@@ -128,7 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, pattern := s.mux.Handler(r)
 		s.metrics.observeHTTP(pattern, rec.status, time.Since(start))
 		level := slog.LevelDebug
-		if rec.status >= 500 {
+		if rec.status >= 500 && r.Context().Err() == nil { // not a client that went away
 			level = slog.LevelError
 		}
 		s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))

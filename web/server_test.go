@@ -369,3 +369,52 @@ func TestProbesAndMetrics(t *testing.T) {
 		t.Errorf("/readyz with the database closed = %d, want 503", resp.StatusCode)
 	}
 }
+
+// TestIdempotencyKeyClientGone: a client that goes away after its booking
+// was made still has the outcome recorded under its key, so its retry gets
+// the booking back instead of "in progress" now and a second booking once
+// the claim is stale.
+func TestIdempotencyKeyClientGone(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, storetest.SQLite(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	svc := core.NewService(db, core.WithClock(func() time.Time { return now }))
+	if err := svc.InstallToken(ctx, "admin", "t0"); err != nil {
+		t.Fatal(err)
+	}
+	var leave context.CancelFunc
+	srv := web.NewServer(web.Config{Service: svc, Keys: db, OnChange: func() {
+		if leave != nil {
+			leave() // the client hangs up once the booking is made
+		}
+	}})
+	nodeJSON, _ := json.Marshal(node("a100-1", 2))
+	addNode := httptest.NewRequest(http.MethodPost, "/api/v1/nodes", strings.NewReader(string(nodeJSON)))
+	addNode.Header.Set("Authorization", "Bearer t0")
+	if w := httptest.NewRecorder(); func() int { srv.ServeHTTP(w, addNode); return w.Code }() != http.StatusCreated {
+		t.Fatalf("adding a node: %d %s", w.Code, w.Body)
+	}
+	book := func(reqCtx context.Context) *httptest.ResponseRecorder {
+		body := fmt.Sprintf(`{"gpus":2,"start":%q,"end":%q}`, at(1), at(2))
+		r := httptest.NewRequestWithContext(reqCtx, http.MethodPost, "/api/v1/reservations", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer t0")
+		r.Header.Set("Idempotency-Key", "gone-1")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		return w
+	}
+	gone, cancel := context.WithCancel(ctx)
+	leave = cancel
+	book(gone)
+	leave = nil
+	w := book(ctx)
+	if w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the retry: %d, replayed %q: %s; want the first answer again", w.Code, w.Header().Get("Idempotent-Replayed"), w.Body)
+	}
+	if rs, _ := svc.Reservations(ctx, core.System, core.ReservationFilter{}); len(rs) != 1 {
+		t.Errorf("%d reservations, want 1", len(rs))
+	}
+}
