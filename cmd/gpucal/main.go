@@ -56,6 +56,7 @@ func commands() []command {
 		{"agent", "run on a GPU node: agent --server URL --join-token TOKEN runs its jobs and serves DCGM-named metrics on :9400", runAgent},
 		{"parse", "show how the chat reads a /gpu text: parse --tz Asia/Shanghai book 4 a100 tomorrow 9-13", runParse},
 		{"sim", "replay a job trace through the planner: sim --trace FILE --format philly --compare", runSim},
+		{"backup", "copy the SQLite database while the server runs: backup [--to FILE]", runBackup},
 		{"loadtest", "drive server replicas on loopback with simulated agents and booking clients, then check them: loadtest --db postgres://… --replicas 2 --kill-leader-after 1m", runLoadtest},
 		{"eval", "measure estimates on traces: eval estimate --trace FILE --format swf, eval progress --trace DIR", runEval},
 		{"version", "print the version", func(ctx context.Context, e *env, args []string) error {
