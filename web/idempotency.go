@@ -60,10 +60,10 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, a core.Actor
 
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	buf := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
-	// The outcome is recorded even when the client has gone meanwhile: a
-	// change made but not recorded would run again on a retry once the
-	// claim is stale.
-	keep, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+	// The outcome is recorded even when the client has gone meanwhile, and
+	// however slow the database is, until the claim goes stale: a change
+	// made but not recorded would run again on a retry after that.
+	keep, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), rec.CreatedAt.Add(staleAfter))
 	defer cancel()
 	completed := false
 	defer func() {
