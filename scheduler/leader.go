@@ -44,7 +44,7 @@ type ElectorConfig struct {
 	// part): unique among the replicas, and new at every start.
 	Holder string
 	// TTL is how long a lease lasts unrenewed: how long the others wait
-	// after a leader dies without giving it up. 15 s by default.
+	// after a leader dies without giving it up. 10 s by default.
 	TTL time.Duration
 	// Always makes the elector lead without a lease (a single server).
 	Always bool
@@ -54,7 +54,7 @@ type ElectorConfig struct {
 // NewElector returns an elector over svc's leases.
 func NewElector(svc *core.Service, cfg ElectorConfig) *Elector {
 	if cfg.TTL <= 0 {
-		cfg.TTL = 15 * time.Second
+		cfg.TTL = 10 * time.Second
 	}
 	return &Elector{svc: svc, holder: cfg.Holder, ttl: cfg.TTL, always: cfg.Always, log: orDiscard(cfg.Logger)}
 }

@@ -61,7 +61,7 @@ func runLoadtest(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&c.clients, "clients", 100, "concurrent booking clients")
 	fs.DurationVar(&c.duration, "duration", 5*time.Minute, "how long the load runs")
 	fs.DurationVar(&c.killAfter, "kill-leader-after", 0, "kill the leader replica with SIGKILL this long into the load (0: never)")
-	fs.DurationVar(&c.leaderLease, "leader-lease", 15*time.Second, "the replicas' --leader-lease")
+	fs.DurationVar(&c.leaderLease, "leader-lease", 10*time.Second, "the replicas' --leader-lease")
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 	if _, err := parseArgs(fs, args, 0, 0); err != nil {
 		return err

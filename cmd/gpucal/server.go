@@ -53,7 +53,7 @@ func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.data, "data", envOr(e, "GPUCAL_DATA", defaultDataDir()), "data folder for the embedded SQLite database (GPUCAL_DATA)")
 	fs.StringVar(&c.logLevel, "log-level", envOr(e, "GPUCAL_LOG_LEVEL", "info"), "log level: debug, info, warn, error (GPUCAL_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", envOr(e, "GPUCAL_LOG_FORMAT", "text"), "log format: text or json (GPUCAL_LOG_FORMAT)")
-	fs.DurationVar(&c.leaderLease, "leader-lease", 15*time.Second, "with several replicas on PostgreSQL: how long the leader's lease lasts unrenewed, so how soon another replica takes over from one that died")
+	fs.DurationVar(&c.leaderLease, "leader-lease", 10*time.Second, "with several replicas on PostgreSQL: how long the leader's lease lasts unrenewed, so how soon another replica takes over from one that died (at most this and a third of it)")
 	fs.StringVar(&c.replanEvery, "replan-every", envOr(e, "GPUCAL_REPLAN_EVERY", "30s"), "replan the queue this often, and after every change (GPUCAL_REPLAN_EVERY)")
 	c.bootstrapToken = e.getenv("GPUCAL_BOOTSTRAP_TOKEN")
 	c.nodes = core.DefaultNodePolicy
