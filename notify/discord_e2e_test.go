@@ -79,10 +79,9 @@ func (c discordChannel) Send(ctx context.Context, user string, m notify.Message)
 	return id, err
 }
 
-// TestSlipNotifiedOnceDiscord is TestSlipNotifiedOnce over Discord: the
-// owner of a job that slips gets one direct message per event.
-func TestSlipNotifiedOnceDiscord(t *testing.T) {
-	svc, clock, _ := slipWorld(t, core.ChatIdentity{Platform: "discord", Team: "discord", ID: "42"})
+// discordWorld is the Discord app of svc against a local discordAPI.
+func discordWorld(t *testing.T, svc *core.Service) (*discordAPI, *discord.App) {
+	t.Helper()
 	api := &discordAPI{posts: map[string][]string{}}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
@@ -90,6 +89,14 @@ func TestSlipNotifiedOnceDiscord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return api, app
+}
+
+// TestSlipNotifiedOnceDiscord is TestSlipNotifiedOnce over Discord: the
+// owner of a job that slips gets one direct message per event.
+func TestSlipNotifiedOnceDiscord(t *testing.T) {
+	svc, clock, _ := slipWorld(t, core.ChatIdentity{Platform: "discord", Team: "discord", ID: "42"})
+	api, app := discordWorld(t, svc)
 	d := notify.New(svc, notify.Config{Channels: map[string]notify.Channel{"discord": discordChannel{app: app, svc: svc}}})
 	var before int
 	playSlip(t, svc, clock, d, func() {
@@ -109,13 +116,7 @@ func TestSlipNotifiedOnceDiscord(t *testing.T) {
 // message, so the person gets it once and the delivery records its ID.
 func TestCrashMidSendDiscord(t *testing.T) {
 	svc, clock, db := slipWorld(t, core.ChatIdentity{Platform: "discord", Team: "discord", ID: "42"})
-	api := &discordAPI{posts: map[string][]string{}}
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	app, err := discord.New(svc, bot.NewHandler(svc, bot.Config{}), discord.Config{Token: "t", AppID: "app1", APIURL: srv.URL + "/api/v9/", Guilds: []string{"G1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, app := discordWorld(t, svc)
 	ev := core.Event{Kind: core.EventStarted, User: "alice", At: clock.Now(), Detail: "j9 started", DedupKey: "started:j9",
 		Data: map[string]string{core.DataJob: "j9", core.DataGPUs: "2"}}
 	if err := db.Update(context.Background(), func(tx core.Tx) error { return tx.InsertEvents(context.Background(), []core.Event{ev}) }); err != nil {

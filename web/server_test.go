@@ -44,15 +44,7 @@ func newFixture(t *testing.T) *fixture {
 func newFixtureOn(t *testing.T, dsn string) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	svc := core.NewService(db, core.WithClock(func() time.Time { return now }))
-	if err := svc.InstallToken(ctx, "admin", "t0"); err != nil {
-		t.Fatal(err)
-	}
+	db, svc := openService(t, dsn)
 	f := &fixture{db: db, svc: svc}
 	srv := httptest.NewServer(web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, OnChange: func() { f.changes.Add(1) }}))
 	t.Cleanup(srv.Close)
@@ -370,21 +362,28 @@ func TestProbesAndMetrics(t *testing.T) {
 	}
 }
 
+// openService opens dsn as a service at now with the admin token t0.
+func openService(t *testing.T, dsn string) (*store.DB, *core.Service) {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	svc := core.NewService(db, core.WithClock(func() time.Time { return now }))
+	if err := svc.InstallToken(context.Background(), "admin", "t0"); err != nil {
+		t.Fatal(err)
+	}
+	return db, svc
+}
+
 // TestIdempotencyKeyClientGone: a client that goes away after its booking
 // was made still has the outcome recorded under its key, so its retry gets
 // the booking back instead of "in progress" now and a second booking once
 // the claim is stale.
 func TestIdempotencyKeyClientGone(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, storetest.SQLite(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	svc := core.NewService(db, core.WithClock(func() time.Time { return now }))
-	if err := svc.InstallToken(ctx, "admin", "t0"); err != nil {
-		t.Fatal(err)
-	}
+	db, svc := openService(t, storetest.SQLite(t))
 	var leave context.CancelFunc
 	srv := web.NewServer(web.Config{Service: svc, Keys: db, OnChange: func() {
 		if leave != nil {

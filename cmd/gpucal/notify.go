@@ -23,7 +23,12 @@ import (
 type slackNotices struct{ app *slack.App }
 
 func (c slackNotices) Send(ctx context.Context, user string, m notify.Message) (string, error) {
-	id, err := c.app.Notify(ctx, user, slack.Notice{Key: m.Key, Event: m.Event, Retry: m.Retry})
+	return slackSent(c.app.Notify(ctx, user, slack.Notice{Key: m.Key, Event: m.Event, Retry: m.Retry}))
+}
+
+// slackSent sorts a Slack send's refusal into what notify acts on: wait
+// as long as Slack asked (429), or give up (the person or channel is gone).
+func slackSent(id string, err error) (string, error) {
 	if wait, ok := slack.RetryAfter(err); ok {
 		return "", &notify.RetryAfterError{Wait: wait, Err: err}
 	}
@@ -119,14 +124,7 @@ type slackPosts struct {
 }
 
 func (c slackPosts) Send(ctx context.Context, _ string, m notify.Message) (string, error) {
-	id, err := c.app.Post(ctx, c.channel, slack.Notice{Key: m.Key, Event: m.Event, Retry: m.Retry}, c.lang)
-	if wait, ok := slack.RetryAfter(err); ok {
-		return "", &notify.RetryAfterError{Wait: wait, Err: err}
-	}
-	if slack.Permanent(err) {
-		return "", &notify.PermanentError{Err: err}
-	}
-	return id, err
+	return slackSent(c.app.Post(ctx, c.channel, slack.Notice{Key: m.Key, Event: m.Event, Retry: m.Retry}, c.lang))
 }
 
 // discordPosts is a Discord channel that gets the admins' events.
