@@ -7,16 +7,30 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 # go-nvml's cgo calls nvml.h functions NVIDIA marked deprecated; quiet the warnings.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build build-static run test bench lint fuzz clean
+.PHONY: build build-static ui run test bench lint fuzz clean
 
-## build: the gpucal binary (server, demo, client and node agent in one) into bin/;
-## cgo is on because the agent reads GPUs through NVML (needs a C compiler, not the driver)
-build:
+UI := web/ui
+
+## build: the web calendar's assets, then the gpucal binary (server, demo, client and node
+## agent in one, the assets embedded) into bin/; cgo is on because the agent reads GPUs
+## through NVML (needs a C compiler, not the driver)
+build: ui
 	CGO_ENABLED=1 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpucal
 
 ## build-static: one static binary without cgo (server, demo, client; its agent cannot read GPUs)
-build-static:
+build-static: ui
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpucal
+
+## ui: the web calendar's assets (npm ci, then copy @event-calendar/build into web/ui/dist,
+## which the binary embeds); needs Node.js 20+ and npm
+ui: $(UI)/dist/event-calendar.min.js
+
+$(UI)/node_modules/.package-lock.json: $(UI)/package.json $(UI)/package-lock.json
+	@command -v npm >/dev/null || { echo "npm not found: install Node.js 20+ and npm to build the web calendar (a plain 'go build ./cmd/gpucal' makes a gpucal whose page says how)"; exit 1; }
+	cd $(UI) && npm ci --no-audit --no-fund
+
+$(UI)/dist/event-calendar.min.js: $(UI)/node_modules/.package-lock.json $(UI)/build.mjs
+	cd $(UI) && npm run build
 
 ## run: the demo — a server on embedded SQLite with a demo cluster and bookings
 run: build
@@ -64,5 +78,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadMiniBatch$$' -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./bot
 
+	$(GO) test -run '^$$' -fuzz '^FuzzBookForm$$' -fuzztime $(FUZZTIME) ./web
+	$(GO) test -run '^$$' -fuzz '^FuzzPickLang$$' -fuzztime $(FUZZTIME) ./web
+	$(GO) test -run '^$$' -fuzz '^FuzzIsWebToken$$' -fuzztime $(FUZZTIME) ./core
+
 clean:
-	rm -rf bin
+	rm -rf bin test-artifacts $(UI)/node_modules $(UI)/dist/*.js $(UI)/dist/*.css $(UI)/dist/VERSION

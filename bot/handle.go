@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/gpucal/gpucal/core"
@@ -110,7 +111,7 @@ func (h *Handler) Execute(ctx context.Context, req Request, cmd Command) Reply {
 	case KindNotify:
 		r = h.notices(ctx, req, cmd)
 	case KindWeb:
-		r = h.web(cmd)
+		r = h.web(ctx, req, cmd)
 	case KindHelp:
 		r = help(cmd.Lang)
 	default:
@@ -164,10 +165,23 @@ func help(lang string) Reply {
 	}}
 }
 
-func (h *Handler) web(cmd Command) Reply {
+// web answers /gpu web with a one-time sign-in link to the calendar,
+// valid for core.SignInLinkTTL. Replies to /gpu are only for the person
+// who asked (ephemeral on Slack and Discord), so the link stays theirs.
+func (h *Handler) web(ctx context.Context, req Request, cmd Command) Reply {
 	if h.webURL == "" {
 		return Reply{Text: say(cmd.Lang, "This gpucal server has no web address configured; ask your admin.",
 			"此 gpucal 服务器没有配置网页地址，请联系管理员。")}
 	}
-	return Reply{Text: say(cmd.Lang, "The calendar: %s", "日历：%s", h.webURL)}
+	base := strings.TrimRight(h.webURL, "/")
+	link, expires, err := h.svc.CreateSignInLink(ctx, req.Actor, "")
+	if err != nil {
+		r := h.failed(req, cmd, err)
+		r.Text += " " + say(cmd.Lang, "The calendar: %s", "日历：%s", base)
+		return r
+	}
+	mins := int(expires.Sub(h.svc.Now()).Round(time.Minute).Minutes())
+	return Reply{Text: say(cmd.Lang, "The calendar: %s — your sign-in link (works once, for %d minutes; don't share it):",
+		"日历：%s — 你的登录链接（只能用一次，%d 分钟内有效，请勿转发）：", base, mins),
+		Lines: []string{base + "/signin/link?t=" + link}}
 }

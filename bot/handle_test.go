@@ -156,7 +156,8 @@ func TestViews(t *testing.T) {
 		{"calendar", []string{"Web: https://gpucal.example.org"}, f.bob, false},
 		{"help", []string{"/gpu book 4 a100 tomorrow 9-13"}, f.bob, false},
 		{"帮助", []string{"/gpu 预定"}, f.bob, false},
-		{"web", []string{"The calendar: https://gpucal.example.org"}, f.bob, false},
+		{"web", []string{"The calendar: https://gpucal.example.org — your sign-in link (works once, for 15 minutes", "https://gpucal.example.org/signin/link?t=gpucalweb_"}, f.bob, false},
+		{"网页", []string{"日历：https://gpucal.example.org — 你的登录链接", "/signin/link?t=gpucalweb_"}, f.bob, false},
 		{"cancel r1", []string{"may"}, f.bob, true},
 		{"cancel r99", []string{"r99"}, f.alice, true},
 		{"extend r1 1h", []string{"r1 now ends Tue 8 Jan 14:00."}, f.alice, false},
@@ -235,5 +236,25 @@ func TestNotifySettings(t *testing.T) {
 	wantReply(t, f.h.Handle(ctx, f.alice, "notify via default"), false, "Channels: every channel you can be reached on")
 	if after, _ := f.env.Service.NotifyPrefsOf(ctx, f.alice.Actor, "alice"); len(after.Via) != 0 || after.QuietFrom != 22*60 {
 		t.Errorf("after the resets: %+v", after)
+	}
+}
+
+// TestWebLink checks that the link /gpu web sends signs its asker in, once.
+func TestWebLink(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	r := f.h.Handle(ctx, f.bob, "web")
+	if len(r.Lines) != 1 {
+		t.Fatalf("reply %+v, want one line with the link", r)
+	}
+	_, token, ok := strings.Cut(r.Lines[0], "?t=")
+	if !ok {
+		t.Fatalf("%q holds no token", r.Lines[0])
+	}
+	if _, a, _, err := f.env.Service.RedeemSignInLink(ctx, token); err != nil || a.User != f.bob.Actor.User {
+		t.Fatalf("redeeming the link: %+v, %v; want %s", a, err, f.bob.Actor.User)
+	}
+	if _, _, _, err := f.env.Service.RedeemSignInLink(ctx, token); core.ErrorCode(err) != core.CodeUnauthorized {
+		t.Errorf("a second use: %v, want unauthorized", err)
 	}
 }

@@ -22,6 +22,8 @@ type Store interface {
 // Methods that look one thing up return a CodeNotFound error when it is missing;
 // inserts return CodeConflict when a unique name is taken.
 type Tx interface {
+	SessionTx // web sign-in links and browser sessions (websession.go)
+
 	// Nodes returns every node by name, each with its GPUs by index.
 	Nodes(ctx context.Context) ([]Node, error)
 	// InsertNode stores n and its GPUs and fills in their IDs.

@@ -25,7 +25,13 @@ type Loop struct {
 	kicks    chan struct{}
 	// replan is svc.Replan; tests replace it.
 	replan func(ctx context.Context, now time.Time) (core.ReplanResult, error)
+	// after, when set, is called after each successful replan (OnReplan).
+	after func(core.ReplanResult)
 }
+
+// OnReplan sets a function called after each successful replan, on the
+// loop's goroutine, with what it did; it must not block. Call it before Run.
+func (l *Loop) OnReplan(f func(core.ReplanResult)) { l.after = f }
 
 // New returns a loop that replans svc every period and at most debounce
 // after a Kick. logger may be nil.
@@ -80,11 +86,15 @@ func (l *Loop) once(ctx context.Context) {
 		// Shutting down: the replan was cut short, nothing to report.
 	case err != nil:
 		l.log.ErrorContext(ctx, "replan failed", "err", err, "duration", took)
+		return
 	case len(res.Started) > 0 || len(res.Deferred) > 0:
 		l.log.InfoContext(ctx, "replanned", "queued", res.Queued, "running", res.Running, "started", res.Started,
 			"deferred", res.Deferred, "updated", res.Updated, "events", res.Events, "duration", took)
 	default:
 		l.log.DebugContext(ctx, "replanned", "queued", res.Queued, "running", res.Running,
 			"updated", res.Updated, "events", res.Events, "duration", took)
+	}
+	if err == nil && l.after != nil {
+		l.after(res)
 	}
 }

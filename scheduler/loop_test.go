@@ -164,3 +164,35 @@ func state(t *testing.T, e *coretest.Env, id int64) core.JobState {
 	}
 	return j.State
 }
+
+// TestLoopOnReplan checks that OnReplan hears of every successful replan
+// (the web calendar's live updates hang on it) and of no failed one.
+func TestLoopOnReplan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		l := New(core.NewService(coretest.NewMemStore()), nil, every, debounce)
+		l.replan = func(ctx context.Context, now time.Time) (core.ReplanResult, error) {
+			if _, err := rec.replan(ctx, now); err != nil {
+				return core.ReplanResult{}, err
+			}
+			return core.ReplanResult{Updated: len(rec.got())}, nil
+		}
+		var heard []int
+		l.OnReplan(func(res core.ReplanResult) { heard = append(heard, res.Updated) })
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- l.Run(ctx) }()
+		time.Sleep(every + time.Millisecond) // the start and one period: both heard
+		rec.mu.Lock()
+		rec.err = errors.New("database unavailable")
+		rec.mu.Unlock()
+		time.Sleep(every) // one failed replan: not heard
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]int{1, 2}, heard); diff != "" {
+			t.Errorf("OnReplan heard (-want +got):\n%s", diff)
+		}
+	})
+}

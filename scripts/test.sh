@@ -22,6 +22,15 @@ for a in "$@"; do
 done
 [[ ${#pkgs[@]} -gt 0 ]] || pkgs=(./...)
 
+# The web calendar's browser tests need its built assets: build them when
+# npm is here (without it they skip, unless GPUCAL_BROWSER_TESTS=require).
+if command -v npm >/dev/null; then
+	echo "+ make ui"
+	make --no-print-directory ui
+else
+	echo "npm not found: the web calendar's assets are not built; its browser tests will skip" >&2
+fi
+
 echo "+ go vet ${pkgs[*]}"
 go vet "${pkgs[@]}"
 # Only the node agent's NVML reader needs cgo: everything must still build without it.
@@ -100,13 +109,27 @@ fi
 # after the tests (the issue asks to see it, and it must be ≥ 0).
 export GPUCAL_DRAIN_REPORT
 GPUCAL_DRAIN_REPORT=$(mktemp /tmp/gpucal-drain.XXXXXX)
+# The browser tests write the calendar's first-render time here
+# (docs/performance.md), and their screenshots under test-artifacts/
+# (go test -artifacts), which CI keeps.
+export GPUCAL_PERF_REPORT
+GPUCAL_PERF_REPORT=$(mktemp /tmp/gpucal-perf.XXXXXX)
+artifacts=${GPUCAL_ARTIFACTS:-test-artifacts}
+rm -rf "$artifacts" && mkdir -p "$artifacts"
 
-echo "+ go test -race -count=1 ${pkgs[*]} ${flags[*]}"
+echo "+ go test -race -count=1 -artifacts -outputdir $artifacts ${pkgs[*]} ${flags[*]}"
 status=0
-go test -race -count=1 "${pkgs[@]}" "${flags[@]}" || status=$?
+go test -race -count=1 -artifacts -outputdir "$artifacts" "${pkgs[@]}" "${flags[@]}" || status=$?
 if [[ -s $GPUCAL_DRAIN_REPORT ]]; then
 	echo "+ drain margins measured by the end-to-end tests:"
 	sed 's/^/  /' "$GPUCAL_DRAIN_REPORT"
 fi
-rm -f "$GPUCAL_DRAIN_REPORT"
+if [[ -s $GPUCAL_PERF_REPORT ]]; then
+	echo "+ the web calendar's first render, measured in chromium (under -race, with the other tests running):"
+	sed 's/^/  /' "$GPUCAL_PERF_REPORT"
+fi
+if compgen -G "$artifacts/_artifacts/*/*.png" >/dev/null; then
+	echo "+ screenshots: $(find "$artifacts" -name '*.png' | wc -l) PNG files under $artifacts/"
+fi
+rm -f "$GPUCAL_DRAIN_REPORT" "$GPUCAL_PERF_REPORT"
 exit "$status"

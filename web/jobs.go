@@ -197,7 +197,13 @@ func (s *Server) changed() {
 	if s.onChange != nil {
 		s.onChange()
 	}
+	s.events.Publish("change")
 }
+
+// Publish tells the browsers watching the calendar that something of kind
+// changed ("plan" after a replan that moved predictions); handlers publish
+// their own changes.
+func (s *Server) Publish(kind string) { s.events.Publish(kind) }
 
 // hintsOf reads the wire hints; the guess is a duration like "3h".
 func hintsOf(h Hints) (core.Hints, error) {

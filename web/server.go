@@ -33,6 +33,16 @@ type Config struct {
 	// Leader, when set, says whether this replica leads and who does
 	// ("" when unknown); /readyz shows it.
 	Leader func() (leading bool, leader string)
+	// Events carries changes to the browsers (server-sent events); nil: a
+	// fresh Broker. Every change a handler makes is published on it; the
+	// caller publishes the rest (the replan loop's).
+	Events *Broker
+	// Public lets anyone who can reach the server read the calendar
+	// without signing in; booking and cancelling still need a sign-in.
+	Public bool
+	// InsecureCookies leaves the Secure flag off the session cookie, for a
+	// site served over plain HTTP on something other than localhost.
+	InsecureCookies bool
 }
 
 // Server serves the HTTP API.
@@ -45,12 +55,21 @@ type Server struct {
 	onChange func()
 	leader   func() (bool, string)
 	mux      *http.ServeMux
+	events   *Broker
+	public   bool
+	// insecureCookies: see Config.InsecureCookies.
+	insecureCookies bool
+	ui              *ui
 }
 
 // NewServer returns a Server with every route registered.
 func NewServer(cfg Config) *Server {
 	s := &Server{svc: cfg.Service, keys: cfg.Keys, ready: cfg.Ready, log: cfg.Logger, metrics: cfg.Metrics,
-		onChange: cfg.OnChange, leader: cfg.Leader, mux: http.NewServeMux()}
+		onChange: cfg.OnChange, leader: cfg.Leader, mux: http.NewServeMux(), events: cfg.Events, public: cfg.Public,
+		insecureCookies: cfg.InsecureCookies, ui: loadUI()}
+	if s.events == nil {
+		s.events = NewBroker()
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -108,7 +127,10 @@ func (s *Server) routes() {
 	api("POST /api/v1/nodes/join-tokens", s.handleCreateJoinToken)
 	api("POST /api/v1/nodes/{name}/gpus/{index}/clear-fault", s.handleClearFault)
 	api("GET /api/v1/jobs/{id}/log", s.handleLog)
+	api("GET /api/v1/timeline", s.handleTimeline)
+	api("GET /api/v1/stream", s.handleStream)
 	s.agentRoutes()
+	s.pageRoutes()
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.Errorf(core.CodeNotFound, "no API route %s %s; see docs/api.md", r.Method, r.URL.Path))
 	})
@@ -159,12 +181,30 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 
 type actorKey struct{}
 
-// authenticated resolves the bearer token to an actor, then applies the
-// Idempotency-Key protocol to POSTs that carry one.
+// authenticated resolves the caller, then applies the Idempotency-Key
+// protocol to POSTs that carry one. Callers are a bearer token (API
+// clients, agents' jobs), else a browser session (session.go), else, on a
+// public site and for publicRoutes only, the anonymous reader.
 func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http.Request, core.Actor)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			a, signedIn, err := s.browserActor(r)
+			switch {
+			case err != nil:
+			case signedIn && r.Method != http.MethodGet && r.Method != http.MethodHead:
+				err = checkCSRF(r, sessionOf(r))
+			case !signedIn && !publicRoutes[pattern]:
+				err = core.Errorf(core.CodeUnauthorized, "an API token is required (Authorization: Bearer …), or sign in at /signin")
+			}
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			s.serveAs(w, r, a, h)
+			return
+		}
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok && r.Header.Get("Authorization") != "" {
+		if !ok {
 			writeError(w, core.Errorf(core.CodeUnauthorized, "use 'Authorization: Bearer <token>'"))
 			return
 		}
@@ -180,12 +220,17 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 			writeError(w, err)
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get("Idempotency-Key") != "" {
-			s.idempotent(w, r, a, h)
-			return
-		}
-		h(w, r, a)
+		s.serveAs(w, r, a, h)
 	})
+}
+
+// serveAs runs h as a, through the Idempotency-Key protocol when asked.
+func (s *Server) serveAs(w http.ResponseWriter, r *http.Request, a core.Actor, h func(http.ResponseWriter, *http.Request, core.Actor)) {
+	if r.Method == http.MethodPost && r.Header.Get("Idempotency-Key") != "" && a.User != "" {
+		s.idempotent(w, r, a, h)
+		return
+	}
+	h(w, r, a)
 }
 
 // statusRecorder remembers the status a handler wrote.
@@ -206,6 +251,10 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	r.wrote = true
 	return r.ResponseWriter.Write(b)
 }
+
+// Unwrap lets http.ResponseController reach the connection (the event
+// stream flushes and lifts the write deadline through it).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // progressRoute is the one route a job token may call.
 const progressRoute = "POST /api/v1/jobs/{id}/progress"

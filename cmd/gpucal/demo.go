@@ -45,6 +45,9 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if e.getenv("GPUCAL_DATA") == "" && !flagSet(fs, "data") {
 		cfg.data = filepath.Join(defaultDataDir(), "demo")
 	}
+	if !flagSet(fs, "web-public") && e.getenv("GPUCAL_WEB_PUBLIC") == "" {
+		cfg.web.public = true // the demo's calendar is open to read
+	}
 	if !flagSet(fs, "heartbeat") {
 		cfg.nodes.Interval = time.Second // the demo's agents are local: a job starts within a second of its plan
 	}
@@ -110,6 +113,9 @@ gpucal demo is running at %s  (data: %s)
   Tokens of the demo users: alice %s
                             bob   %s
 
+Open %s in a browser: the calendar (read-only until you sign in with
+  one of the tokens above at %s/signin; then drag across free time to book).
+
 Try, in another terminal:
   gpucal nodes
   gpucal book 4 a100 --from "tomorrow 9:00" --to "tomorrow 13:00" --note "llama finetune"
@@ -121,7 +127,7 @@ Try, in another terminal:
   gpucal calendar --from today --days 2
 
 Press Ctrl-C to stop.
-`, url, cfg.dsn(), nodes, adminToken, saved, users["alice"], users["bob"])
+`, url, cfg.dsn(), nodes, adminToken, saved, users["alice"], users["bob"], url, url)
 			}()
 		},
 	})

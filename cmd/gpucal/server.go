@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,13 @@ type serverConfig struct {
 	nodes          core.NodePolicy
 	alerts         core.AlertPolicy
 	chat           chatConfig
+	web            webConfig
+}
+
+// webConfig is the web calendar's part of the server's configuration.
+type webConfig struct {
+	public          bool // anyone may read the calendar without signing in
+	insecureCookies bool // no Secure flag on the session cookie (plain HTTP off localhost)
 }
 
 // fromEnv fills in what the environment gives and the flags did not:
@@ -70,6 +78,8 @@ func (c *serverConfig) flags(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&c.alerts.IdleAfter, "idle-after", c.alerts.IdleAfter, "tell a job's owner and the admins when its GPUs have been idle this long (0: never)")
 	fs.DurationVar(&c.alerts.SaturatedWait, "saturated-wait", c.alerts.SaturatedWait, "tell the admins when 9 in 10 queued jobs wait longer than this (0: never)")
 	c.chat.flags(fs, e)
+	fs.BoolVar(&c.web.public, "web-public", envBool(e, "GPUCAL_WEB_PUBLIC"), "anyone who can reach the server may read the web calendar without signing in; booking still needs a sign-in (GPUCAL_WEB_PUBLIC=true)")
+	fs.BoolVar(&c.web.insecureCookies, "web-insecure-cookies", false, "send the web session cookie without the Secure flag, for a site served over plain HTTP on an address other than localhost")
 }
 
 // replanPeriod reads --replan-every: a duration of at least a second.
@@ -162,8 +172,18 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 		ln.Close()
 		return err
 	}
+	// Browsers hear of every change made through this replica, and of
+	// the leader's replans; a change made through another replica reaches
+	// them with the leader's next replan (docs/web.md).
+	events := web.NewBroker()
+	loop.OnReplan(func(res core.ReplanResult) {
+		if res.Updated > 0 || len(res.Started) > 0 || len(res.Deferred) > 0 {
+			events.Publish("plan")
+		}
+	})
 	var handler http.Handler = web.NewServer(web.Config{Service: svc, Keys: db, Ready: db.Ping, Logger: log.With("component", "web"),
-		OnChange: loop.Kick, Metrics: metrics, Leader: func() (bool, string) { return elector.Leading(), elector.Leader() }})
+		OnChange: loop.Kick, Metrics: metrics, Leader: func() (bool, string) { return elector.Leading(), elector.Leader() },
+		Events: events, Public: cfg.web.public, InsecureCookies: cfg.web.insecureCookies})
 	if len(chat.routes) > 0 {
 		mux := http.NewServeMux()
 		for prefix, h := range chat.routes {
@@ -286,6 +306,11 @@ func purgeKeys(ctx context.Context, db *store.DB, svc *core.Service, log *slog.L
 		} else if res.LogChunks+res.JoinTokens+res.Events > 0 {
 			log.Info("pruned old job logs, join tokens and outbox events", "log_chunks", res.LogChunks, "join_tokens", res.JoinTokens, "events", res.Events)
 		}
+		if n, err := svc.PruneWebSessions(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("pruning expired web sessions", "err", err)
+		} else if n > 0 {
+			log.Debug("pruned expired web sessions", "count", n)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -336,4 +361,10 @@ func replicaName() string {
 	var b [3]byte
 	rand.Read(b[:])
 	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b)
+}
+
+// envBool reads a true/false environment variable; anything else is false.
+func envBool(e *env, key string) bool {
+	v, _ := strconv.ParseBool(e.getenv(key))
+	return v
 }

@@ -51,6 +51,7 @@ type memData struct {
 	fannedOut    map[int64]bool // events the notifier handled
 	prefs        map[string]core.NotifyPrefs
 	leases       map[string]core.Lease
+	webSessions  map[string]core.WebSession // by hash
 
 	lastNode, lastGPU, lastReservation, lastToken, lastAudit, lastJob, lastEvent int64
 }
@@ -141,6 +142,7 @@ func (d *memData) clone() *memData {
 	c.fannedOut = maps.Clone(d.fannedOut)
 	c.prefs = maps.Clone(d.prefs)
 	c.leases = maps.Clone(d.leases)
+	c.webSessions = maps.Clone(d.webSessions)
 	// Chunks are never changed once stored, so their Data may be shared.
 	c.logs = make(map[int64][]core.LogChunk, len(d.logs))
 	for id, l := range d.logs {
