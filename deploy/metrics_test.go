@@ -186,8 +186,8 @@ func TestQueriesNameExportedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(qs) < 15 {
-		t.Fatalf("%d queries in the rules and dashboards, want the kit's (over 15)", len(qs))
+	if len(qs) < 40 {
+		t.Fatalf("%d queries in the rules and dashboards, want the kit's (over 40)", len(qs))
 	}
 	for _, q := range qs {
 		names := MetricNames(q.Expr)
