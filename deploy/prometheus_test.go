@@ -73,7 +73,7 @@ func TestAlertRules(t *testing.T) {
 // configurations (which also checks the rule files they load).
 func TestScrapeConfigs(t *testing.T) {
 	tool := promtool(t)
-	for _, f := range []string{"prometheus/scrape/prometheus.yml", "prometheus/scrape/kubernetes.yml"} {
+	for _, f := range []string{"prometheus/scrape/prometheus.yml", "prometheus/scrape/kubernetes.yml", "compose/prometheus.yml"} {
 		t.Run(f, func(t *testing.T) {
 			out, err := exec.Command(tool, "check", "config", f).CombinedOutput()
 			if err != nil && strings.Contains(string(out), "field kubernetes_sd_configs not found") {
