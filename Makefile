@@ -7,7 +7,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 # go-nvml's cgo calls nvml.h functions NVIDIA marked deprecated; quiet the warnings.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build build-static ui run test bench lint fuzz clean
+.PHONY: build build-static ui run test bench lint fuzz clean check-deploy
 
 UI := web/ui
 
@@ -39,6 +39,17 @@ run: build
 ## test: go vet, then every test with the race detector, PostgreSQL included
 test:
 	bash scripts/test.sh
+
+## check-deploy: the deploy kit with the tools themselves: promtool check rules, test rules and
+## check config (Debian: apt-get install prometheus), helm lint where helm is installed;
+## `make test` runs the same checks and more (package deploy, TestPrometheusScrapes)
+check-deploy:
+	promtool check rules deploy/prometheus/*.yml
+	cd deploy/prometheus && promtool test rules tests/*.yml
+	promtool check config deploy/prometheus/scrape/prometheus.yml
+	promtool check config deploy/compose/prometheus.yml
+	@if command -v helm >/dev/null; then helm lint --strict deploy/helm/gpucal -f deploy/helm/gpucal/ci/lint-values.yaml; \
+	else echo "helm is not installed: the chart is not linted (see deploy/README.md)"; fi
 
 ## bench: the benchmarks, with memory statistics
 bench:
