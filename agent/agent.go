@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -324,7 +323,7 @@ func (a *Agent) Labels(uuid string) gpu.JobLabels {
 	for _, j := range a.jobs {
 		if (j.rec.Phase == phaseRunning || j.rec.Phase == phaseChecking) && slices.Contains(j.rec.Order.GPUs, uuid) {
 			o := j.rec.Order
-			return gpu.JobLabels{Job: strconv.FormatInt(o.Job, 10), User: o.User, Project: o.Project}
+			return gpu.JobLabels{Job: core.JobName(o.Job), User: o.User, Project: o.Project}
 		}
 	}
 	return gpu.JobLabels{}

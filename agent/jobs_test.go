@@ -109,8 +109,8 @@ printf ' 60%%|######    | 6/10 [00:01<00:01,  5.00it/s]\r'; exec sleep 1000`
 	if len(g.Processes) != 1 || g.Processes[0].Job != 3 || g.Processes[0].PID != r.PID {
 		t.Errorf("GPU-a processes %+v; want the job's process, marked j3", g.Processes)
 	}
-	if l := h.agent.Labels("GPU-a"); l.Job != "3" || l.Project != "llm" {
-		t.Errorf("Labels(GPU-a) = %+v, want job 3 of project llm", l)
+	if l := h.agent.Labels("GPU-a"); l.Job != "j3" || l.Project != "llm" {
+		t.Errorf("Labels(GPU-a) = %+v, want j3 of project llm", l)
 	}
 	if l := h.agent.Labels("GPU-b"); l.Job != "" {
 		t.Errorf("Labels(GPU-b) = %+v, want none", l)

@@ -23,7 +23,7 @@ type ExporterConfig struct {
 }
 
 // deviceLabels are DCGM exporter's labels, then gpucal's own.
-var deviceLabels = []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "job", "user", "project"}
+var deviceLabels = []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "hpc_job", "user", "project"}
 
 // gpuMetric describes one per-GPU metric: its DCGM name and how to read it.
 type gpuMetric struct {

@@ -85,7 +85,7 @@ func TestExporterGolden(t *testing.T) {
 			Hostname: "gpu-node-1",
 			Labels: func(uuid string) JobLabels {
 				if uuid == "GPU-00000000-0000-0000-0000-000000000000" {
-					return JobLabels{Job: "1234", User: "ada", Project: "llm"}
+					return JobLabels{Job: "j1234", User: "ada", Project: "llm"}
 				}
 				return JobLabels{}
 			},

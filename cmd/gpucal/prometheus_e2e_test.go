@@ -25,7 +25,7 @@ import (
 // H100s running a job, with the kit's alert rules loaded, and reads it
 // back through its HTTP API: both targets are up, the server's inventory,
 // leader and the agent's DCGM series are stored (the job that holds a GPU
-// as exported_job, as the rules and dashboards expect), every rule
+// as hpc_job, as the rules and dashboards expect), every rule
 // evaluates without error, and every query of the dashboards and rules
 // (deploy/) is one this Prometheus accepts.
 func TestPrometheusScrapes(t *testing.T) {
@@ -133,9 +133,9 @@ scrape_configs:
 	started := time.Now()
 	waitFor(t, 60*time.Second, "both targets up", has(`up{job=~"gpucal|gpucal-agent"} == 1`, 2))
 	t.Logf("both targets up in Prometheus %s after it started", time.Since(started).Round(10*time.Millisecond))
-	// The agent labels a held GPU's series job="<number>"; Prometheus keeps
-	// its scrape job as job and stores that one as exported_job.
-	waitFor(t, 30*time.Second, j.ID+" as exported_job on its GPU", has(fmt.Sprintf(`DCGM_FI_DEV_GPU_UTIL{job="gpucal-agent",exported_job=%q}`, strings.TrimPrefix(j.ID, "j")), 1))
+	// The agent labels a held GPU's series hpc_job="j…" (DCGM's name for a
+	// batch job), beside Prometheus' own scrape job.
+	waitFor(t, 30*time.Second, j.ID+" as hpc_job on its GPU", has(fmt.Sprintf(`DCGM_FI_DEV_GPU_UTIL{job="gpucal-agent",hpc_job=%q}`, j.ID), 1))
 	waitFor(t, 30*time.Second, "the server's GPUs", has(`gpucal_gpus{job="gpucal"}`, 1))
 	gpus, _ := query(`gpucal_gpus`)
 	t.Logf("gpucal_gpus: %v", gpus)
