@@ -26,12 +26,12 @@ type Loop struct {
 	// replan is svc.Replan; tests replace it.
 	replan func(ctx context.Context, now time.Time) (core.ReplanResult, error)
 	// after, when set, is called after each successful replan (OnReplan).
-	after func(core.ReplanResult)
+	after func(core.ReplanResult, time.Duration)
 }
 
 // OnReplan sets a function called after each successful replan, on the
 // loop's goroutine, with what it did; it must not block. Call it before Run.
-func (l *Loop) OnReplan(f func(core.ReplanResult)) { l.after = f }
+func (l *Loop) OnReplan(f func(res core.ReplanResult, took time.Duration)) { l.after = f }
 
 // New returns a loop that replans svc every period and at most debounce
 // after a Kick. logger may be nil.
@@ -95,6 +95,6 @@ func (l *Loop) once(ctx context.Context) {
 			"updated", res.Updated, "events", res.Events, "duration", took)
 	}
 	if err == nil && l.after != nil {
-		l.after(res)
+		l.after(res, took)
 	}
 }

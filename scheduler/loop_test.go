@@ -178,7 +178,7 @@ func TestLoopOnReplan(t *testing.T) {
 			return core.ReplanResult{Updated: len(rec.got())}, nil
 		}
 		var heard []int
-		l.OnReplan(func(res core.ReplanResult) { heard = append(heard, res.Updated) })
+		l.OnReplan(func(res core.ReplanResult, _ time.Duration) { heard = append(heard, res.Updated) })
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- l.Run(ctx) }()

@@ -60,6 +60,13 @@ func TestSingleServerLeads(t *testing.T) {
 	if v := s.metric(t, "gpucal_leader"); v != "1" {
 		t.Errorf("gpucal_leader = %q, want 1", v)
 	}
+	// The leader's replan loop ran at start and reports the queue.
+	for deadline := time.Now().Add(10 * time.Second); s.metric(t, "gpucal_replan_duration_seconds_count") == "0" && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n, q := s.metric(t, "gpucal_replan_duration_seconds_count"), s.metric(t, "gpucal_queue_jobs"); n == "0" || n == "" || q != "0" {
+		t.Errorf("replans %q, queue %q; want at least one replan of an empty queue", n, q)
+	}
 }
 
 // TestLeaderFailover: two replicas on one PostgreSQL database; exactly one

@@ -176,7 +176,9 @@ func serve(ctx context.Context, e *env, cfg serverConfig, h hooks) error {
 	// the leader's replans; a change made through another replica reaches
 	// them with the leader's next replan (docs/web.md).
 	events := web.NewBroker()
-	loop.OnReplan(func(res core.ReplanResult) {
+	planned := newPlanMetrics(metrics.Registry)
+	loop.OnReplan(func(res core.ReplanResult, took time.Duration) {
+		planned.observe(res, took)
 		if res.Updated > 0 || len(res.Started) > 0 || len(res.Deferred) > 0 {
 			events.Publish("plan")
 		}
