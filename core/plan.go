@@ -38,6 +38,19 @@ type PlanConfig struct {
 	// the jobs already running, even if that delays another unprotected
 	// job's planned start (EASY backfilling protects one).
 	Protect int
+	// ProtectShared keeps the planned starts of queued jobs that need
+	// several GPUs of one node clear of backfill: a job placed before such
+	// a start on its GPUs must end before it by its P90, as it must before
+	// a foreign reservation window. Such a start is otherwise lost as soon
+	// as a job backfilled in front of it outruns its median, and a
+	// multi-GPU job waits for a node whose GPUs are all free at once.
+	ProtectShared bool
+	// SharedHead places the first queued job (after reserved ones) that
+	// needs several GPUs of one node before every other job, as EASY
+	// backfilling reserves the head of its queue: jobs ordered ahead of it
+	// are placed around its start. With ProtectShared its start is
+	// protected too. Not with Protect.
+	SharedHead bool
 
 	// NoReasons, NoBands and NoRunning leave out parts of the plan that a
 	// caller may not read, for speed; the rest of the plan is the same

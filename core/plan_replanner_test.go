@@ -22,11 +22,13 @@ func TestReplannerMatchesPlan(t *testing.T) {
 		protect int
 		arrive  int  // up to this many jobs arrive between two plans
 		lean    bool // no reasons, no running jobs, bands in every other plan, as gpucal sim plans
+		shared  bool // PlanConfig.ProtectShared and SharedHead
 	}{
-		{"conservative, short queues", 0, 4, false},
-		{"conservative, long queues", 0, 24, false}, // the node index takes over from 32 queued jobs
-		{"EASY-like", 1, 12, false},
-		{"lean", 0, 24, true},
+		{"conservative, short queues", 0, 4, false, false},
+		{"conservative, long queues", 0, 24, false, false}, // the node index takes over from 32 queued jobs
+		{"EASY-like", 1, 12, false, false},
+		{"lean", 0, 24, true, false},
+		{"shared starts protected, shared head", 0, 24, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,6 +37,7 @@ func TestReplannerMatchesPlan(t *testing.T) {
 				h := newHistory(rng, randomSnapshot(rng))
 				planner := Planner{Config: DefaultPlanConfig}
 				planner.Config.Protect = tt.protect
+				planner.Config.ProtectShared, planner.Config.SharedHead = tt.shared, tt.shared
 				planner.Config.NoReasons, planner.Config.NoRunning = tt.lean, tt.lean
 				r := NewReplanner(planner)
 				for step := range 40 {

@@ -206,8 +206,19 @@ func (p Planner) placeQueue(now time.Time, tl *timelines, base baseLayer, queue 
 		j := queue[i]
 		res.queued[i] = p.placeJob(tl, windows, caps, j.Job, durSecs(j.est.P50), durSecs(j.est.P90), n, limit, indexed, &buf)
 	}
+	// The shared head, if any, goes right after the reserved jobs.
+	head, headPlaced := -1, false
+	if p.Config.SharedHead && protect == len(queue) {
+		head = sharedHead(tl, queue)
+	}
 	for i := range protect {
-		place(i, limit)
+		if head >= 0 && !headPlaced && (i == head || queue[i].Class != ClassReserved) {
+			place(head, limit)
+			headPlaced = true
+		}
+		if i != head {
+			place(i, limit)
+		}
 	}
 	// Behind the protected jobs, whatever fits now starts now, in queue
 	// order; then the rest are placed around everything so far.
@@ -220,6 +231,21 @@ func (p Planner) placeQueue(now time.Time, tl *timelines, base baseLayer, queue 
 		}
 	}
 	return res
+}
+
+// sharedHead returns the index of the first job in queue, not reserved,
+// that needs several GPUs of one node (PlanConfig.SharedHead), or -1.
+func sharedHead(tl *timelines, queue []queuedJob) int {
+	largest := 0
+	for _, nl := range tl.nodes {
+		largest = max(largest, len(nl.gpus))
+	}
+	for i, j := range queue {
+		if j.Class != ClassReserved && j.GPUs >= 2 && j.GPUs <= largest {
+			return i
+		}
+	}
+	return -1
 }
 
 func (p Planner) horizon() time.Duration {
@@ -295,6 +321,9 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps *ca
 	}
 
 	pl := placement{ok: true, start: best.start, end: best.start + dur}
+	// A start to come on several GPUs of one node is kept clear of later
+	// placements' P90 runs (PlanConfig.ProtectShared).
+	protected := p.Config.ProtectShared && best.start > now && j.GPUs >= 2 && j.GPUs <= largest
 	if sk.preemptible {
 		pl.end, pl.drain = p.drainBefore(tl, best.gpus, j, pl.start, pl.end, now)
 	}
@@ -304,7 +333,7 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps *ca
 	var touched []int
 	tl.placed = append(tl.placed, best.gpus...)
 	for _, gi := range best.gpus {
-		tl.add(gi, interval{start: pl.start, end: pl.end, kind: ivJob, id: j.ID, preemptible: sk.preemptible})
+		tl.add(gi, interval{start: pl.start, end: pl.end, kind: ivJob, id: j.ID, preemptible: sk.preemptible, protected: protected})
 		pl.gpus = append(pl.gpus, tl.gpus[gi].id)
 		if ni := tl.gpus[gi].node; !slices.Contains(touched, ni) {
 			touched = append(touched, ni)

@@ -25,6 +25,9 @@ type interval struct {
 	kind        ivKind
 	id          int64 // job or reservation ID
 	preemptible bool  // a job that may be drained
+	// protected marks a queued job's planned start that later placements
+	// on its GPUs must clear by their P90 (PlanConfig.ProtectShared).
+	protected bool
 }
 
 // gpuLine is one GPU and its commitments, sorted by start.
@@ -372,9 +375,10 @@ type seeker struct {
 	reservation int64 // the job's own reservation: its window does not block it
 	preemptible bool  // reservation windows do not block it (it is drained instead)
 	dur         int64
-	// clear is how long before a foreign reservation window a job must be
-	// able to start: its P90 duration for non-preemptible jobs, so that one
-	// that runs longer than its median still leaves the window free.
+	// clear is how long before a foreign reservation window (or a
+	// protected planned start) a job must be able to start: its P90
+	// duration for non-preemptible jobs, so that one that runs longer than
+	// its median still leaves the window free.
 	clear int64
 	// one says the job needs one GPU: only each GPU's first window matters.
 	one bool
@@ -440,11 +444,12 @@ func (s seeker) windows(tl *timelines, gi int, from, limit int64, out []window) 
 	return out
 }
 
-// nextWindow returns the index and start of the first reservation window at
-// or after busy[i] that blocks the seeker, or (len(busy), never).
+// nextWindow returns the index and start of the first reservation window
+// that blocks the seeker, or protected planned start, at or after busy[i],
+// or (len(busy), never).
 func (s seeker) nextWindow(busy []interval, i int) (int, int64) {
 	for ; i < len(busy); i++ {
-		if iv := busy[i]; iv.kind == ivReservation && s.blocks(iv) {
+		if iv := busy[i]; iv.protected || (iv.kind == ivReservation && s.blocks(iv)) {
 			return i, iv.start
 		}
 	}
