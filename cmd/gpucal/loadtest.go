@@ -37,6 +37,7 @@ type loadSpec struct {
 	gpus        int // per node
 	heartbeat   time.Duration
 	clients     int
+	think       time.Duration // a client's mean pause between bookings
 	duration    time.Duration
 	killAfter   time.Duration // 0: no failover
 	leaderLease time.Duration
@@ -59,6 +60,7 @@ func runLoadtest(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&c.gpus, "gpus-per-node", 8, "GPUs each simulated node reports")
 	fs.DurationVar(&c.heartbeat, "heartbeat", 5*time.Second, "how often each agent sends a heartbeat")
 	fs.IntVar(&c.clients, "clients", 100, "concurrent booking clients")
+	fs.DurationVar(&c.think, "think", time.Second, "each client's mean pause between two bookings (uniform from 0 to twice it; 0: none)")
 	fs.DurationVar(&c.duration, "duration", 5*time.Minute, "how long the load runs")
 	fs.DurationVar(&c.killAfter, "kill-leader-after", 0, "kill the leader replica with SIGKILL this long into the load (0: never)")
 	fs.DurationVar(&c.leaderLease, "leader-lease", 10*time.Second, "the replicas' --leader-lease")
@@ -245,7 +247,7 @@ func loadtest(ctx context.Context, e *env, c loadSpec, dir string) (loadResult, 
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range c.clients {
-		wg.Go(func() { bookLoop(loadCtx, lb, token, users[i], &stats) })
+		wg.Go(func() { bookLoop(loadCtx, lb, token, users[i], c.think, &stats) })
 	}
 	if c.killAfter > 0 {
 		wg.Go(func() {
@@ -274,7 +276,8 @@ func loadtest(ctx context.Context, e *env, c loadSpec, dir string) (loadResult, 
 	if len(live) == 0 {
 		return res, errors.New("no replica is left")
 	}
-	admin.BaseURL = live[0].url
+	// The checks read a lot; give the server time after the load.
+	admin = &web.Client{BaseURL: live[0].url, Token: token, HTTP: &http.Client{Timeout: 5 * time.Minute}}
 	res.Bookings, res.Conflicts = stats.bookings.Load(), stats.conflicts.Load()
 	res.HeartbeatsPerS, res.BookingsPerS = float64(res.Heartbeats)/elapsed.Seconds(), float64(res.Bookings)/elapsed.Seconds()
 	res.HeartbeatP50Ms, res.HeartbeatP99Ms = stats.hbLatency.quantiles()
@@ -528,13 +531,21 @@ func (a *simAgent) run(ctx context.Context, lb *balancer, every, offset time.Dur
 	}
 }
 
-// bookLoop books for user until ctx ends: 1–4 H100s for 1–4 hours, most
+// bookLoop books for user until ctx ends, pausing about think between
+// bookings: 1–4 H100s for 1–4 hours, most
 // in the next week, one in ten within the next quarter hour (so that the
 // watch reminds the owner by email). A refusal for a conflict is fine; a
 // failure is retried with the same idempotency key on the next replica.
-func bookLoop(ctx context.Context, lb *balancer, token, user string, s *loadStats) {
+func bookLoop(ctx context.Context, lb *balancer, token, user string, think time.Duration, s *loadStats) {
 	rng := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
 	for ctx.Err() == nil {
+		if think > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Duration(rng.Int64N(int64(2 * think)))):
+			}
+		}
 		now := time.Now().UTC()
 		start := now.Add(time.Duration(rng.IntN(7*24*12)+12) * 5 * time.Minute).Truncate(5 * time.Minute)
 		if rng.IntN(10) == 0 {
