@@ -18,9 +18,10 @@ const LeaderLease = "leader"
 // and runs the leader-only parts (the replan loop, the notifier, the
 // watch, the scheduled posts) on it alone: it takes the lease LeaderLease
 // and renews it every TTL/3; the others try as often and take it once it
-// has expired. A leader that cannot renew steps down before its lease can
-// expire, stopping its parts first, so two replicas never lead at once
-// (with clocks that agree to within TTL/3). On shutdown it gives the
+// has expired. A leader whose renewal fails with less than two tries'
+// time (2·TTL/3) left on its lease steps down at once, stopping its parts,
+// so two replicas never lead at once (with clocks that agree to within a
+// few seconds: NTP); a claim that takes longer than a try (TTL/3) fails. On shutdown it gives the
 // lease up, so another takes over at once.
 //
 // An Elector with Always set leads from the start and takes no lease: a
@@ -98,15 +99,15 @@ func (e *Elector) Run(ctx context.Context, parts ...func(context.Context) error)
 	defer t.Stop()
 	var (
 		led    *running  // the parts, while this replica leads
-		lastOK time.Time // the last renewal that took
+		held   time.Time // until when this replica's lease runs, by its last renewal
 	)
 	stepDown := func(why string) {
 		if led == nil {
 			return
 		}
+		e.become(false) // not the leader from now on, while the parts stop
 		led.stop()
 		led = nil
-		e.become(false)
 		e.log.Warn("stepped down as leader", "holder", e.holder, "why", why)
 	}
 	defer func() {
@@ -130,13 +131,14 @@ func (e *Elector) Run(ctx context.Context, parts ...func(context.Context) error)
 			return nil
 		case err != nil:
 			e.log.Warn("could not claim or renew the leader's lease", "err", err)
-			// Another replica may take the lease once it expires: stop
-			// well before then (the next try is a third of it away).
-			if led != nil && time.Since(lastOK) >= e.ttl/2 {
+			// Another replica may take the lease once it expires. The next
+			// try may fail as slowly as this one did, and the parts take a
+			// moment to stop: unless two tries' time is left, stop now.
+			if led != nil && held.Sub(e.svc.Now()) < 2*every {
 				stepDown("the lease could not be renewed")
 			}
 		case l.Held(e.holder, now):
-			lastOK = time.Now()
+			held = l.Expires
 			e.seen(l)
 			if led == nil {
 				led = startParts(ctx, parts)
