@@ -309,16 +309,14 @@ func renumber(ctx context.Context, tx Tx, before, n *Node) error {
 }
 
 func nodeNamed(ctx context.Context, tx Tx, name string) (Node, bool, error) {
-	nodes, err := tx.Nodes(ctx)
-	if err != nil {
+	n, err := tx.Node(ctx, name)
+	switch {
+	case ErrorCode(err) == CodeNotFound:
+		return Node{}, false, nil
+	case err != nil:
 		return Node{}, false, err
 	}
-	for _, n := range nodes {
-		if n.Name == name {
-			return n, true, nil
-		}
-	}
-	return Node{}, false, nil
+	return n, true, nil
 }
 
 // AuthenticateNode returns the name of the node a credential belongs to.

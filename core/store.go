@@ -26,6 +26,9 @@ type Tx interface {
 
 	// Nodes returns every node by name, each with its GPUs by index.
 	Nodes(ctx context.Context) ([]Node, error)
+	// Node returns the node named name with its GPUs by index (a heartbeat
+	// must not read the whole inventory).
+	Node(ctx context.Context, name string) (Node, error)
 	// InsertNode stores n and its GPUs and fills in their IDs.
 	InsertNode(ctx context.Context, n *Node) error
 	// UpdateNode stores n's State, LastSeen, Agent and NVML and, for each

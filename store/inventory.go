@@ -19,6 +19,22 @@ func (t *tx) Nodes(ctx context.Context) ([]core.Node, error) {
 	return t.nodesWithGPUs(ctx, rows, "nodes")
 }
 
+// Node implements core.Tx.
+func (t *tx) Node(ctx context.Context, name string) (core.Node, error) {
+	var rows []nodeRow
+	if err := t.db.NewSelect().Model(&rows).Where("name = ?", name).Scan(ctx); err != nil {
+		return core.Node{}, dbError("node", err)
+	}
+	if len(rows) == 0 {
+		return core.Node{}, notFound("node %s", name)
+	}
+	nodes, err := t.nodesWithGPUs(ctx, rows, "node")
+	if err != nil {
+		return core.Node{}, err
+	}
+	return nodes[0], nil
+}
+
 // nodesWithGPUs converts node rows and loads their GPUs: all of them, or for a
 // single node only its own.
 func (t *tx) nodesWithGPUs(ctx context.Context, nodes []nodeRow, op string) ([]core.Node, error) {

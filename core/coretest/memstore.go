@@ -196,6 +196,15 @@ func (tx *memTx) Nodes(ctx context.Context) ([]core.Node, error) {
 	return out, nil
 }
 
+func (tx *memTx) Node(ctx context.Context, name string) (core.Node, error) {
+	for _, n := range tx.d.nodes {
+		if n.Name == name {
+			return cloneNode(n), nil
+		}
+	}
+	return core.Node{}, core.Errorf(core.CodeNotFound, "node %s not found", name)
+}
+
 func (tx *memTx) InsertNode(ctx context.Context, n *core.Node) error {
 	if err := tx.writable(); err != nil {
 		return err
