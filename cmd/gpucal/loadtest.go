@@ -257,10 +257,12 @@ func loadtest(ctx context.Context, e *env, c loadSpec, dir string) (loadResult, 
 			case <-time.After(c.killAfter):
 			}
 			took, err := killLeader(loadCtx, lb, 3*c.leaderLease)
-			res.KilledAfterS, res.TakeoverS = time.Since(start).Seconds()-took.Seconds(), took.Seconds()
 			if err != nil {
 				stats.fail(err)
+				fmt.Fprintln(e.stderr, err)
+				return
 			}
+			res.KilledAfterS, res.TakeoverS = time.Since(start).Seconds()-took.Seconds(), took.Seconds()
 			fmt.Fprintf(e.stderr, "killed the leader; a new one after %s\n", took.Round(10*time.Millisecond))
 		})
 	}
@@ -586,14 +588,21 @@ func bookLoop(ctx context.Context, lb *balancer, token, user string, think time.
 // killLeader kills the replica that leads and returns how long it took
 // until another one did (at most within).
 func killLeader(ctx context.Context, lb *balancer, within time.Duration) (time.Duration, error) {
+	// An overloaded replica may not answer /readyz at once: ask again
+	// for a while.
 	var leader *replica
-	for _, r := range lb.live() {
-		if ok, _ := leads(r); ok {
-			leader = r
+	for deadline := time.Now().Add(within); leader == nil && time.Now().Before(deadline) && ctx.Err() == nil; {
+		for _, r := range lb.live() {
+			if ok, _ := leads(r); ok {
+				leader = r
+			}
+		}
+		if leader == nil {
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	if leader == nil {
-		return 0, errors.New("failover: no replica leads before the kill")
+		return 0, errors.New("failover: no replica said it leads, so none was killed")
 	}
 	lb.kill(leader)
 	killed := time.Now()
