@@ -98,8 +98,8 @@ func (e *Elector) Run(ctx context.Context, parts ...func(context.Context) error)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var (
-		led    *running  // the parts, while this replica leads
-		held   time.Time // until when this replica's lease runs, by its last renewal
+		led  *running  // the parts, while this replica leads
+		held time.Time // until when this replica's lease runs, by its last renewal
 	)
 	stepDown := func(why string) {
 		if led == nil {

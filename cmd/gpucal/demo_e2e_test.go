@@ -22,37 +22,8 @@ func TestDemoRunsJobs(t *testing.T) {
 		t.Skip("the agent runs jobs on Linux only")
 	}
 	t.Parallel()
-	home := t.TempDir()
-	cmd := exec.Command(mustCgoBinary(t), "demo", "--addr", freeAddr(t))
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME=", "XDG_CONFIG_HOME=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	found := make(chan [2]string, 1)
-	go func() {
-		var url string
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`gpucal demo is running at (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				url = m[1]
-			}
-			if m := regexp.MustCompile(`Admin API token: (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				found <- [2]string{url, m[1]}
-			}
-		}
-	}()
-	var c *web.Client
-	select {
-	case got := <-found:
-		c = &web.Client{BaseURL: got[0], Token: got[1]}
-	case <-time.After(90 * time.Second):
-		t.Fatal("the demo did not announce itself within 90 s")
-	}
+	url, token := startDemo(t, `Admin API token: (\S+)`)
+	c := &web.Client{BaseURL: url, Token: token}
 	ctx := context.Background()
 
 	nodes, err := c.Nodes(ctx)
@@ -102,4 +73,45 @@ func TestDemoRunsJobs(t *testing.T) {
 	if len(got.Runs) != 1 || got.Runs[0].ExitCode != 0 || got.Runs[0].PID == 0 {
 		t.Errorf("runs %+v", got.Runs)
 	}
+}
+
+// startDemo runs `gpucal demo` on a free port until the test ends and
+// returns its address and the token its output names after the first
+// match of tokenRe (a pattern with one group), once both are printed.
+func startDemo(t *testing.T, tokenRe string) (url, token string) {
+	t.Helper()
+	cmd := exec.Command(mustCgoBinary(t), "demo", "--addr", freeAddr(t))
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_DATA_HOME=", "XDG_CONFIG_HOME=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	running, named := regexp.MustCompile(`gpucal demo is running at (\S+)`), regexp.MustCompile(tokenRe)
+	found := make(chan [2]string, 1)
+	go func() {
+		var url string
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := running.FindStringSubmatch(sc.Text()); m != nil {
+				url = m[1]
+			}
+			if m := named.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- [2]string{url, m[1]}:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case got := <-found:
+		return got[0], got[1]
+	case <-time.After(90 * time.Second):
+		t.Fatal("the demo did not announce itself within 90 s")
+	}
+	return "", ""
 }

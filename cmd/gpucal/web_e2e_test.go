@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"testing"
 	"time"
@@ -26,37 +24,7 @@ func TestDemoCalendar(t *testing.T) {
 		t.Skip("the demo's agents run jobs on Linux only")
 	}
 	bin := browserOrSkip(t)
-	home := t.TempDir()
-	cmd := exec.Command(mustCgoBinary(t), "demo", "--addr", freeAddr(t))
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME=", "XDG_CONFIG_HOME=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	found := make(chan [2]string, 1)
-	go func() {
-		var url string
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`gpucal demo is running at (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				url = m[1]
-			}
-			if m := regexp.MustCompile(`alice (gpucal_\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				found <- [2]string{url, m[1]}
-			}
-		}
-	}()
-	var url, aliceToken string
-	select {
-	case got := <-found:
-		url, aliceToken = got[0], got[1]
-	case <-time.After(90 * time.Second):
-		t.Fatal("the demo did not announce itself within 90 s")
-	}
+	url, aliceToken := startDemo(t, `alice (gpucal_\S+)`)
 	ctx := context.Background()
 	alice := &web.Client{BaseURL: url, Token: aliceToken}
 	waitFor(t, 30*time.Second, "the seeded reservations", func() bool {
