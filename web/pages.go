@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -148,17 +149,26 @@ func (s *Server) handleSignInPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
-	d := s.page(r)
+	s.signIn(w, r, func(ctx context.Context) (string, core.Actor, time.Time, error) {
+		return s.svc.StartSession(ctx, r.PostFormValue("token"))
+	})
+}
+
+// signIn starts a browser session with start (from a token or a link)
+// when the form came from this site, and goes to the calendar; else it
+// shows the sign-in page with the reason.
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request, start func(context.Context) (string, core.Actor, time.Time, error)) {
 	err := checkOrigin(r)
 	if err == nil {
 		var sess string
 		var expires time.Time
-		if sess, _, expires, err = s.svc.StartSession(r.Context(), r.PostFormValue("token")); err == nil {
+		if sess, _, expires, err = start(r.Context()); err == nil {
 			s.setSession(w, sess, expires)
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
 	}
+	d := s.page(r)
 	d.Error = core.ErrorMessage(err)
 	s.render(w, status(err), "signin.html", d)
 }
@@ -172,19 +182,9 @@ func (s *Server) handleLinkPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleLinkSignIn(w http.ResponseWriter, r *http.Request) {
-	d := s.page(r)
-	err := checkOrigin(r)
-	if err == nil {
-		var sess string
-		var expires time.Time
-		if sess, _, expires, err = s.svc.RedeemSignInLink(r.Context(), r.PostFormValue("t")); err == nil {
-			s.setSession(w, sess, expires)
-			http.Redirect(w, r, "/", http.StatusSeeOther)
-			return
-		}
-	}
-	d.Error = core.ErrorMessage(err)
-	s.render(w, status(err), "signin.html", d)
+	s.signIn(w, r, func(ctx context.Context) (string, core.Actor, time.Time, error) {
+		return s.svc.RedeemSignInLink(ctx, r.PostFormValue("t"))
+	})
 }
 
 func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) {
