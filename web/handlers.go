@@ -183,11 +183,7 @@ func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, a core.Act
 
 func (s *Server) handleCalendar(w http.ResponseWriter, r *http.Request, a core.Actor) {
 	q := r.URL.Query()
-	from, err := parseInstant("from", q.Get("from"))
-	var to time.Time
-	if err == nil {
-		to, err = parseInstant("to", q.Get("to"))
-	}
+	from, to, err := parsePeriod(q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -355,6 +351,14 @@ func projectJSON(p core.Project) Project {
 		out.Members = append(out.Members, Member{User: m.User, Role: string(m.Role)})
 	}
 	return out
+}
+
+// parsePeriod reads the required "from" and "to" instants of a query.
+func parsePeriod(q url.Values) (from, to time.Time, err error) {
+	if from, err = parseInstant("from", q.Get("from")); err == nil {
+		to, err = parseInstant("to", q.Get("to"))
+	}
+	return from, to, err
 }
 
 // parseInstant reads an RFC 3339 instant from a request field.

@@ -39,11 +39,7 @@ type Mine struct {
 
 func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request, a core.Actor) {
 	q := r.URL.Query()
-	from, err := parseInstant("from", q.Get("from"))
-	var to time.Time
-	if err == nil {
-		to, err = parseInstant("to", q.Get("to"))
-	}
+	from, to, err := parsePeriod(q)
 	if err != nil {
 		s.fail(w, r, err)
 		return

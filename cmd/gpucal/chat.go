@@ -255,16 +255,25 @@ func setupSlack(out *chat, c chatConfig, svc *core.Service, h *bot.Handler, zone
 		// Replies still being sent when the server stops give up, and the
 		// server waits for them after its HTTP server stopped and before
 		// it closes the database.
-		out.closers = append(out.closers, func() {
-			app.Close()
-			app.Wait()
-		})
+		out.closers = append(out.closers, closeAndWait(app))
 	default:
 		return usagef("--slack-mode %q: use socket or http", c.slackHow)
 	}
 	out.slack = app
 	log.Info(fmt.Sprintf("Slack app on (%s mode)", c.slackHow))
 	return nil
+}
+
+// closeAndWait is a closer for a chat app: its replies in flight give up,
+// and the server waits for them.
+func closeAndWait(app interface {
+	Close()
+	Wait()
+}) func() {
+	return func() {
+		app.Close()
+		app.Wait()
+	}
 }
 
 // setupDiscord adds the Discord app. The API URL is applied by the app's
@@ -296,10 +305,7 @@ func setupDiscord(out *chat, c chatConfig, svc *core.Service, h *bot.Handler, zo
 		}
 		out.routes["/discord/"] = handler
 		out.parts = append(out.parts, app.RunRegistration)
-		out.closers = append(out.closers, func() {
-			app.Close()
-			app.Wait()
-		})
+		out.closers = append(out.closers, closeAndWait(app))
 	default:
 		return usagef("--discord-mode %q: use gateway or http", c.discordHow)
 	}
