@@ -241,13 +241,13 @@ func (a *Agent) logStopChange(id int64, before, after *core.StopOrder) {
 // in its output.
 func (a *Agent) onProgress(id int64) func(progress.Report) {
 	return func(r progress.Report) {
-		p, ok := progressReport(r)
-		if !ok {
-			return
-		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if j, ok := a.jobs[id]; ok && !j.rec.FileProgress {
+		j, ok := a.jobs[id]
+		if !ok || j.rec.FileProgress {
+			return
+		}
+		if p, ok := progressReport(r, j.rec.Order.Epochs); ok {
 			j.rec.Progress = &p
 			a.dirty = true
 		}
@@ -257,10 +257,16 @@ func (a *Agent) onProgress(id int64) func(progress.Report) {
 // progressReport turns what a job's log says into what a heartbeat
 // carries: a plain bar's step of total, else the fraction of the whole
 // job. A fraction of the current epoch only (Lightning's default bar) is
-// no fraction of the job and is left out.
-func progressReport(r progress.Report) (core.ProgressReport, bool) {
+// placed in the whole job by the job's epochs hint: epoch 3 of 10 half
+// done is 25 %. Without the hint, or past the epochs it gives, it is no
+// fraction of the job and is left out.
+func progressReport(r progress.Report, epochs int64) (core.ProgressReport, bool) {
 	if r.WithinEpoch() {
-		return core.ProgressReport{}, false
+		if epochs <= 0 || int64(r.Epoch) > epochs {
+			return core.ProgressReport{}, false
+		}
+		p := core.ProgressReport{Fraction: (float64(r.Epoch-1) + r.Fraction) / float64(epochs)}
+		return p, p.Check() == nil
 	}
 	p := core.ProgressReport{Fraction: r.Fraction}
 	if r.Total > 0 && r.Epoch == 0 && r.Epochs == 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpucal/gpucal/agent/progress"
 	"github.com/gpucal/gpucal/core"
 )
 
@@ -114,6 +115,49 @@ printf ' 60%%|######    | 6/10 [00:01<00:01,  5.00it/s]\r'; exec sleep 1000`
 	}
 	if l := h.agent.Labels("GPU-b"); l.Job != "" {
 		t.Errorf("Labels(GPU-b) = %+v, want none", l)
+	}
+}
+
+// TestProgressWithinEpoch: PyTorch Lightning's bar counts within an epoch;
+// the job's epochs hint places it in the whole job.
+func TestProgressWithinEpoch(t *testing.T) {
+	h := newHarness(t)
+	o := shJob(4, `printf 'Epoch 1:  50%%|#####     | 5/10 [00:01<00:01,  5.00it/s, v_num=0]\r'; sleep 0.3
+printf 'Epoch 1:  60%%|######    | 6/10 [00:01<00:01,  5.00it/s, v_num=0]\r'; exec sleep 1000`, "GPU-a")
+	o.Epochs = 4
+	h.conn.set(core.DesiredState{Run: []core.JobOrder{o}})
+	h.start()
+	// Lightning's "Epoch 1" is the second: (1 + 0.5) ÷ 4.
+	r := h.awaitJob(0, 4, "progress", func(r core.JobReport) bool { return r.Progress != nil })
+	if *r.Progress != (core.ProgressReport{Fraction: 0.375}) {
+		t.Errorf("progress %+v, want 37.5 %% of the job", *r.Progress)
+	}
+}
+
+// TestProgressReport: what a heartbeat carries for each kind of line.
+func TestProgressReport(t *testing.T) {
+	tests := []struct {
+		name   string
+		r      progress.Report
+		epochs int64
+		want   core.ProgressReport
+		ok     bool
+	}{
+		{"a plain bar", progress.Report{Fraction: 0.5, Step: 5, Total: 10}, 0, core.ProgressReport{Step: 5, Total: 10}, true},
+		{"epochs on the line", progress.Report{Fraction: 0.35, Step: 5, Total: 10, Epoch: 4, Epochs: 10}, 0, core.ProgressReport{Fraction: 0.35}, true},
+		{"a fraction alone", progress.Report{Fraction: 0.42}, 3, core.ProgressReport{Fraction: 0.42}, true},
+		{"within an epoch, no hint", progress.Report{Fraction: 0.5, Step: 5, Total: 10, Epoch: 2}, 0, core.ProgressReport{}, false},
+		{"within the first epoch of 4", progress.Report{Fraction: 0.5, Step: 5, Total: 10, Epoch: 1}, 4, core.ProgressReport{Fraction: 0.125}, true},
+		{"the last epoch done", progress.Report{Fraction: 1, Step: 10, Total: 10, Epoch: 4}, 4, core.ProgressReport{Fraction: 1}, true},
+		{"past the hint's epochs", progress.Report{Fraction: 0.5, Step: 5, Total: 10, Epoch: 5}, 4, core.ProgressReport{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := progressReport(tt.r, tt.epochs)
+			if ok != tt.ok || (ok && got != tt.want) {
+				t.Errorf("progressReport(%+v, %d) = %+v, %v; want %+v, %v", tt.r, tt.epochs, got, ok, tt.want, tt.ok)
+			}
+		})
 	}
 }
 

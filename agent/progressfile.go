@@ -177,7 +177,7 @@ func (a *Agent) readProgress(j *job) {
 	if !ok {
 		return
 	}
-	p, ok := progressReport(r)
+	p, ok := progressReport(r, 0) // a file gives the whole job's progress
 	if !ok {
 		return
 	}

@@ -154,6 +154,10 @@ type JobOrder struct {
 	// may call POST /api/v1/jobs/{job}/progress for this job and nothing
 	// else, while the job holds GPUs.
 	Token string `json:"token,omitempty"`
+	// Epochs is the job's epochs hint (0: none): a progress bar that
+	// counts within an epoch only, as PyTorch Lightning's does, is placed
+	// in the whole job with it.
+	Epochs int64 `json:"epochs,omitempty"`
 	// Nodes are the nodes of a gang in rank order; Rank is this node's.
 	Nodes []string `json:"nodes,omitempty"`
 	Rank  int      `json:"rank,omitempty"`

@@ -420,7 +420,8 @@ func (h *heartbeatTx) acknowledged(ctx context.Context, r JobReport) (bool, erro
 func (h *heartbeatTx) order(j Job) JobOrder {
 	o := JobOrder{Job: j.ID, User: j.Owner, Project: j.Project, Name: j.Name, Command: slices.Clone(j.Command),
 		Env: cloneEnv(j.Env), WorkDir: j.WorkDir, Preemptible: j.Preemptible || j.Class == ClassLow,
-		Reservation: j.Reservation, Checkpoint: cmp.Or(j.Checkpoint, "SIGUSR1"), Token: jobToken(h.key, j)}
+		Reservation: j.Reservation, Checkpoint: cmp.Or(j.Checkpoint, "SIGUSR1"), Token: jobToken(h.key, j),
+		Epochs: j.Hints.Epochs}
 	for _, g := range j.Assigned {
 		if g.Node == h.node.Name {
 			o.GPUs = append(o.GPUs, g.UUID)

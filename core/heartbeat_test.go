@@ -152,11 +152,11 @@ func TestJoinAdoptsHandAddedNode(t *testing.T) {
 // report is acknowledged.
 func TestJobThroughAgent(t *testing.T) {
 	a := newAgentEnv(t)
-	j := submit(t, a.Env, "alice", coretest.Job(2, "h100").Name("ft").Command("python", "train.py").Guess(time.Hour).Build())
+	j := submit(t, a.Env, "alice", coretest.Job(2, "h100").Name("ft").Command("python", "train.py").Hints(core.Hints{Guess: time.Hour, Epochs: 3}).Build())
 	replan(t, a.Env)
 	ds := a.beat(t)
 	if len(ds.Run) != 1 || ds.Run[0].Job != j.ID || len(ds.Run[0].GPUs) != 2 || ds.Run[0].User != "alice" ||
-		!slices.Equal(ds.Run[0].Command, []string{"python", "train.py"}) || ds.Run[0].Checkpoint != "SIGUSR1" {
+		!slices.Equal(ds.Run[0].Command, []string{"python", "train.py"}) || ds.Run[0].Checkpoint != "SIGUSR1" || ds.Run[0].Epochs != 3 {
 		t.Fatalf("desired state %+v, want j%d to run as alice on 2 GPUs", ds.Run, j.ID)
 	}
 	if ds.Interval != core.DefaultNodePolicy.Interval || len(ds.Stop) != 0 {
