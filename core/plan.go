@@ -38,6 +38,15 @@ type PlanConfig struct {
 	// the jobs already running, even if that delays another unprotected
 	// job's planned start (EASY backfilling protects one).
 	Protect int
+	// HoldMedian places the queue around running jobs by their median
+	// ends instead of their P90 ends. By default the plan holds a running
+	// job's GPUs until its P90 end: a queued job planned on GPUs whose
+	// holder might run long waits there longer than on GPUs that are
+	// surely free by then, and a plan made on medians keeps breaking its
+	// own promises as half the running jobs outrun them. Predictions do not
+	// change with it: StartP50 and EndP50 always take the median ends
+	// (see PlannedJob.Slot).
+	HoldMedian bool
 	// ProtectShared keeps the planned starts of queued jobs that need
 	// several GPUs of one node clear of backfill: a job placed before such
 	// a start on its GPUs must end before it by its P90, as it must before
@@ -61,7 +70,8 @@ type PlanConfig struct {
 	//
 	// NoReasons leaves Reason empty except for jobs that cannot be planned.
 	NoReasons bool
-	// NoBands skips the P90 stage: StartP90 and EndP90 are the P50 ones.
+	// NoBands skips the P50 and P90 stages: StartP50 to EndP90 are the
+	// slot's times (PlannedJob.Slot).
 	NoBands bool
 	// NoRunning leaves Plan.Running empty (running jobs' drain orders are
 	// still in Drains).
@@ -74,6 +84,7 @@ var DefaultPlanConfig = PlanConfig{
 	AgingHalfLife:   6 * time.Hour,
 	FairShareWeight: 1,
 	Horizon:         365 * 24 * time.Hour,
+	ProtectShared:   true,
 }
 
 // Plan is the planner's output for one instant.
@@ -93,6 +104,12 @@ type PlannedJob struct {
 	StartP90 time.Time
 	EndP50   time.Time
 	EndP90   time.Time
+	// Slot is the start the plan holds the GPUs from: if nothing changes,
+	// the job starts then. StartP50 may be earlier, as the plan holds
+	// running jobs' GPUs until their P90 ends (PlanConfig.HoldMedian) and
+	// keeps jobs clear of windows by their P90 runs, while StartP50 is
+	// the start if every job runs for its median.
+	Slot     time.Time
 	Reason   string      // why it is not running yet, in words a user understands
 	Drain    *DrainOrder // set when it will be stopped for a reservation
 	StartNow bool        // its planned start has come: the server should start it

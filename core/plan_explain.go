@@ -7,46 +7,50 @@ import (
 	"time"
 )
 
-// explain is the planner's last stage: it turns the median placements and
-// the P90 band into the Plan, with drain orders and a reason per waiting
-// job. Without a band (PlanConfig.NoBands, pes empty) the P90 times are
-// the P50 ones; without reasons (PlanConfig.NoReasons) only an unplaceable
-// job gets one.
-func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, med, pes passResult) Plan {
+// explain is the planner's last stage: it turns the slots and the median
+// and P90 predictions into the Plan, with drain orders and a reason per
+// waiting job. Without predictions (PlanConfig.NoBands, med and pes empty)
+// every time is the slot's; without reasons (PlanConfig.NoReasons) only an
+// unplaceable job gets one.
+func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, slots, med, pes passResult) Plan {
 	reasons := !p.Config.NoReasons
-	var names namer
-	if reasons {
-		names = newNamer(s)
-	}
-	bandOf := func(ps []placement, i int) placement {
-		if ps == nil {
-			return placement{}
+	of := func(ps []placement, i int, slot placement) placement {
+		if ps == nil || !ps[i].ok {
+			return slot
 		}
 		return ps[i]
+	}
+	var names namer
+	if reasons {
+		names = newNamer(s, len(queue)+len(running))
+		for i, j := range running {
+			names.ends[j.ID] = of(med.running, i, slots.running[i]).end
+		}
+		for i, j := range queue {
+			names.ends[j.ID] = of(med.queued, i, slots.queued[i]).end
+		}
 	}
 	at := func(t int64) time.Time { return time.Unix(t, 0).UTC() }
 	out := Plan{Now: now, Queued: make([]PlannedJob, 0, len(queue))}
 	n := secs(now)
 	for i, j := range queue {
-		m, q := med.queued[i], bandOf(pes.queued, i)
+		m := slots.queued[i]
 		pj := PlannedJob{Job: j.ID, Position: i + 1, Estimate: j.est}
 		if !m.ok {
 			pj.Reason = "cannot be planned: " + m.why
 			out.Queued = append(out.Queued, pj)
 			continue
 		}
-		pj.GPUs, pj.Drain = m.gpus, m.drain
-		pj.StartP50, pj.EndP50 = at(m.start), at(m.end)
-		pj.StartP90, pj.EndP90 = pj.StartP50, pj.EndP50
-		if q.ok {
-			pj.StartP90, pj.EndP90 = at(max(q.start, m.start)), at(max(q.end, m.end))
-		}
+		e, q := of(med.queued, i, m), of(pes.queued, i, m)
+		pj.GPUs, pj.Drain, pj.Slot = m.gpus, m.drain, at(m.start)
+		pj.StartP50, pj.EndP50 = at(e.start), at(e.end)
+		pj.StartP90, pj.EndP90 = at(max(q.start, m.start)), at(max(q.end, m.end, e.end))
 		if d := m.drain; d != nil && secs(d.Deadline) > m.start && pj.EndP90.After(d.Deadline) && pj.StartP90.Before(d.Deadline) {
 			pj.EndP90 = laterTime(d.Deadline, pj.EndP50) // drained by then whatever its speed
 		}
 		pj.StartNow = m.start <= n
 		if reasons {
-			pj.Reason = names.reason(j.Job, m, med.tl, n)
+			pj.Reason = names.reason(j.Job, m, slots.tl, n)
 		}
 		out.Queued = append(out.Queued, pj)
 		if m.drain != nil {
@@ -57,15 +61,16 @@ func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, 
 		out.Running = make([]PlannedJob, 0, len(running))
 	}
 	for i, j := range running {
-		m, q := med.running[i], bandOf(pes.running, i)
+		m := slots.running[i]
 		if p.Config.NoRunning {
 			if m.drain != nil {
 				out.Drains = append(out.Drains, *m.drain)
 			}
 			continue
 		}
-		pj := PlannedJob{Job: j.ID, GPUs: m.gpus, StartP50: j.StartedAt, StartP90: j.StartedAt,
-			EndP50: at(m.end), EndP90: at(max(q.end, m.end)), Drain: m.drain, Estimate: j.est}
+		e, q := of(med.running, i, m), of(pes.running, i, m)
+		pj := PlannedJob{Job: j.ID, GPUs: m.gpus, StartP50: j.StartedAt, StartP90: j.StartedAt, Slot: j.StartedAt,
+			EndP50: at(e.end), EndP90: at(max(q.end, e.end)), Drain: m.drain, Estimate: j.est}
 		if reasons {
 			pj.Reason = "running"
 		}
@@ -83,16 +88,18 @@ func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, 
 	return out
 }
 
-// namer finds the owners of the jobs and reservations reasons name.
+// namer finds the owners of the jobs and reservations reasons name, and
+// when the jobs they wait for are expected to end.
 type namer struct {
 	owners    map[int64]string // job → owner
 	running   map[int64]bool
 	resOwners map[int64]string // reservation → owner
+	ends      map[int64]int64  // job → its median end
 }
 
-func newNamer(s Snapshot) namer {
+func newNamer(s Snapshot, jobs int) namer {
 	names := namer{owners: make(map[int64]string, len(s.Running)+len(s.Queued)), running: make(map[int64]bool, len(s.Running)),
-		resOwners: make(map[int64]string, len(s.Reservations))}
+		resOwners: make(map[int64]string, len(s.Reservations)), ends: make(map[int64]int64, jobs)}
 	for _, j := range s.Running {
 		names.owners[j.ID] = j.Owner
 		names.running[j.ID] = true
@@ -135,7 +142,13 @@ func (nm namer) reason(j *Job, m placement, tl *timelines, now int64) string {
 				b = append(append(append(append(b, "; "...), JobName(iv.id)...), " ("...), nm.owners[iv.id]...)
 				b = append(append(append(b, "), ahead in the queue, is planned on "...), node...), " until about "...)
 			}
-			b = appendTime(b, iv.end)
+			end := iv.end
+			if iv.kind == ivJob {
+				if e, ok := nm.ends[iv.id]; ok {
+					end = e
+				}
+			}
+			b = appendTime(b, end)
 		}
 	}
 	if d := m.drain; d != nil {

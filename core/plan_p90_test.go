@@ -57,7 +57,10 @@ func TestPessimisticBand(t *testing.T) {
 			if tt.change != nil {
 				tt.change(&s)
 			}
-			pj := planned(t, Planner{Config: DefaultPlanConfig}.Plan(planNow, s), tt.job)
+			// Slots from medians, so that the band's cascade is what moves.
+			planner := Planner{Config: DefaultPlanConfig}
+			planner.Config.HoldMedian = true
+			pj := planned(t, planner.Plan(planNow, s), tt.job)
 			if !pj.StartP50.Equal(tt.start) || !pj.StartP90.Equal(tt.p90) || !pj.EndP90.Equal(tt.end90) {
 				t.Errorf("j%d: start %s (P90 %s), P90 end %s; want %s (%s), %s", tt.job,
 					pj.StartP50.Format(time.Kitchen), pj.StartP90.Format(time.Kitchen), pj.EndP90.Format(time.Kitchen),
@@ -105,5 +108,57 @@ func TestProtect(t *testing.T) {
 				j2.StartP50.Format(time.Kitchen), j3.StartP50.Format(time.Kitchen), j4.StartP50.Format(time.Kitchen), j4.StartNow,
 				at(1).Format(time.Kitchen), tt.j3.Format(time.Kitchen), tt.j4.Format(time.Kitchen), tt.j4StartNow)
 		}
+	}
+}
+
+// TestHoldsRunningUntilP90: the plan places a queued job around running
+// jobs held until their P90 ends, so it waits for the GPU surely free
+// soonest; its median start is when that GPU's holder ends at its median.
+// With PlanConfig.HoldMedian it waits for the earliest median end instead.
+func TestHoldsRunningUntilP90(t *testing.T) {
+	nodes := cluster("a100", "NVIDIA A100-SXM4-80GB", 2, 1, 1)
+	at := func(h float64) time.Time { return planNow.Add(hours(h)) }
+	run := func(id int64, n Node) Job {
+		return Job{ID: id, Owner: "alice", GPUs: 1, Class: ClassNormal, State: JobRunning, StartedAt: planNow, Assigned: refs(n, 0)}
+	}
+	s := Snapshot{
+		Nodes:   nodes,
+		Running: []Job{run(1, nodes[0]), run(2, nodes[1])},
+		Queued:  []Job{queued(3, "bob", 1, 0)},
+		Estimates: map[int64]Estimate{
+			1: {P50: hours(1), P90: hours(10)},  // likely soon, maybe very late
+			2: {P50: hours(2), P90: hours(2.5)}, // surely by 2h30
+			3: {P50: hours(1), P90: hours(2)},
+		},
+	}
+	tests := []struct {
+		name             string
+		holdMedian       bool
+		node             Node
+		slot, p50, p90   time.Time
+		runningEnd, end2 time.Time // j2's P50 and P90 ends
+	}{
+		{"held until P90", false, nodes[1], at(2.5), at(2), at(2.5), at(2), at(2.5)},
+		{"held until the median", true, nodes[0], at(1), at(1), at(10), at(2), at(2.5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			planner := Planner{Config: DefaultPlanConfig}
+			planner.Config.HoldMedian = tt.holdMedian
+			p := planner.Plan(planNow, s)
+			pj := planned(t, p, 3)
+			if pj.GPUs[0] != tt.node.GPUs[0].ID || !pj.Slot.Equal(tt.slot) || !pj.StartP50.Equal(tt.p50) || !pj.StartP90.Equal(tt.p90) {
+				t.Errorf("j3 on GPU %d, slot %s, P50 %s, P90 %s; want GPU %d, %s, %s, %s", pj.GPUs[0],
+					pj.Slot.Format(time.Kitchen), pj.StartP50.Format(time.Kitchen), pj.StartP90.Format(time.Kitchen),
+					tt.node.GPUs[0].ID, tt.slot.Format(time.Kitchen), tt.p50.Format(time.Kitchen), tt.p90.Format(time.Kitchen))
+			}
+			if r := planned(t, p, 2); !r.EndP50.Equal(tt.runningEnd) || !r.EndP90.Equal(tt.end2) {
+				t.Errorf("j2 ends %s (P90 %s), want %s (%s)", r.EndP50.Format(time.Kitchen), r.EndP90.Format(time.Kitchen),
+					tt.runningEnd.Format(time.Kitchen), tt.end2.Format(time.Kitchen))
+			}
+			if pj.StartNow {
+				t.Error("j3 starts now; both GPUs are busy")
+			}
+		})
 	}
 }

@@ -14,8 +14,9 @@ type Planner struct {
 }
 
 // Plan plans every queued job: order, then place (conservative backfill on
-// per-GPU timelines with median durations), then the pessimistic band (the
-// same placements with P90 durations, delays cascading), then explain.
+// per-GPU timelines with median durations, around running jobs held until
+// their P90 ends), then predict (the same placements with median and with
+// P90 durations, delays cascading), then explain.
 func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	now = now.UTC().Truncate(time.Second)
 	est := estimator(s)
@@ -26,13 +27,15 @@ func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	return p.finish(now, s, queue, running, p.place(now, s, tl, queue, running))
 }
 
-// finish adds the band to the median placements and explains them.
-func (p Planner) finish(now time.Time, s Snapshot, queue, running []queuedJob, median passResult) Plan {
-	var band passResult
+// finish adds the median and P90 predictions to the placements and
+// explains them.
+func (p Planner) finish(now time.Time, s Snapshot, queue, running []queuedJob, slots passResult) Plan {
+	var median, band passResult
 	if !p.Config.NoBands {
-		band = p.pessimistic(now, queue, running, median)
+		median = p.cascade(now, queue, running, slots, false)
+		band = p.cascade(now, queue, running, slots, true)
 	}
-	return p.explain(now, s, queue, running, median, band)
+	return p.explain(now, s, queue, running, slots, median, band)
 }
 
 // WhatIf plans probe as if it were submitted now, alongside the queue, and
@@ -101,7 +104,9 @@ func durSecs(d time.Duration) int64 { return max(int64((d+time.Second-1)/time.Se
 
 // place is the planner's second stage: every queued job at its earliest
 // start with median durations, keeping non-preemptible jobs' P90 clear of
-// foreign windows. It lays the base layer on empty timelines first.
+// foreign windows, around running jobs held until their P90 ends (their
+// medians with PlanConfig.HoldMedian). It lays the base layer on empty
+// timelines first. Where a job is placed is its slot.
 func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running []queuedJob) passResult {
 	base := p.layBase(now, s, tl, running, nil)
 	for ni := range tl.nodes {
@@ -111,8 +116,8 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running 
 }
 
 // baseLayer is what a plan lays on the timelines before the queue: the
-// holding reservations' windows and the running jobs until their predicted
-// ends.
+// holding reservations' windows and the running jobs until their P90 ends
+// (medians with PlanConfig.HoldMedian).
 type baseLayer struct {
 	windows map[int64]Reservation // the reservations laid, by ID
 	laid    int                   // reservation intervals laid on GPUs
@@ -142,7 +147,7 @@ func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []que
 			}
 		}
 	}
-	// 2. Running jobs hold their GPUs until their predicted end; preemptible
+	// 2. Running jobs hold their GPUs until their P90 end; preemptible
 	//    ones only until the first foreign window on their GPUs opens.
 	base.running = tl.work.base[:0]
 	var gis []int
@@ -158,7 +163,7 @@ func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []que
 	for _, rj := range running {
 		j, e := rj.Job, rj.est
 		start := secs(j.StartedAt)
-		end := runningEnd(n, start, e, false)
+		end := runningEnd(n, start, e, !p.Config.HoldMedian)
 		gis = gis[:0]
 		for _, g := range j.Assigned {
 			if gi, ok := tl.gpuIndex(g.ID); ok {

@@ -67,7 +67,8 @@ func TestPlanReasons(t *testing.T) {
 			queued(3, "dave", 4, hours(1)),
 			{ID: 4, Owner: "alice", GPUs: 2, Class: ClassReserved, Reservation: 7, State: JobQueued, SubmittedAt: planNow, Hints: Hints{Guess: hours(1)}},
 		},
-		Estimates: map[int64]Estimate{1: {P50: 3 * time.Hour, P90: 4 * time.Hour}},
+		// j1 holds a100-1 until its P90 end, 11:30; the reasons give medians.
+		Estimates: map[int64]Estimate{1: {P50: 3 * time.Hour, P90: 3*time.Hour + 30*time.Minute}},
 	}
 	p := Planner{Config: DefaultPlanConfig}.Plan(planNow, s)
 	tests := []struct {
@@ -440,22 +441,36 @@ func TestLeanPlans(t *testing.T) {
 				full.Config.Protect = int(seed % 2)
 				lean := full
 				lean.Config.NoReasons, lean.Config.NoBands, lean.Config.NoRunning = tt.noReasons, tt.noBands, tt.noRunning
-				want := full.Plan(planNow, s)
+				want, got := full.Plan(planNow, s), lean.Plan(planNow, s)
 				if tt.noRunning {
 					want.Running = nil
 				}
-				for _, jobs := range [][]PlannedJob{want.Queued, want.Running} {
+				for _, jobs := range [][]PlannedJob{want.Queued, want.Running, got.Queued, got.Running} {
 					for i := range jobs {
 						pj := &jobs[i]
 						if tt.noReasons && pj.GPUs != nil {
 							pj.Reason = ""
 						}
-						if tt.noBands {
-							pj.StartP90, pj.EndP90 = pj.StartP50, pj.EndP50
+					}
+				}
+				if tt.noBands { // every time is the slot's, the reasons' too
+					for i := range got.Queued {
+						g := got.Queued[i]
+						if g.StartP50 != g.Slot || g.StartP90 != g.Slot || g.EndP50 != g.EndP90 {
+							t.Fatalf("seed %d: j%d without bands: %s, %s, %s to %s; want the slot's times", seed, g.Job, g.Slot, g.StartP50, g.StartP90, g.EndP90)
+						}
+					}
+					for _, jobs := range [][]PlannedJob{want.Queued, want.Running, got.Queued, got.Running} {
+						for i := range jobs {
+							pj := &jobs[i]
+							pj.StartP50, pj.StartP90, pj.EndP50, pj.EndP90 = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+							if pj.Reason != "" && !strings.HasPrefix(pj.Reason, "cannot") {
+								pj.Reason = "…"
+							}
 						}
 					}
 				}
-				if diff := cmp.Diff(want, lean.Plan(planNow, s)); diff != "" {
+				if diff := cmp.Diff(want, got); diff != "" {
 					t.Fatalf("seed %d: (-full less reasons or bands +lean):\n%s", seed, diff)
 				}
 			}

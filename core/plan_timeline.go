@@ -106,9 +106,11 @@ type timelines struct {
 type planWork struct {
 	running []queuedJob
 	base    []placement // the running jobs' placements in the base layer
-	queued  []placement // the median placements
+	queued  []placement // the slots
+	median  [2][]placement
 	band    [2][]placement
 	free    []int64
+	order   []int   // queued jobs by slot, for the cascades
 	ids     []int64 // the running jobs' GPU IDs, when they do not reach the Plan
 }
 

@@ -160,8 +160,8 @@ func (p *gpuCal) schedule() error {
 			j.predicted, j.predP50, j.predP90 = true, pj.StartP50.Sub(epoch), pj.StartP90.Sub(epoch)
 		}
 		if !pj.StartNow {
-			if !pj.StartP50.IsZero() {
-				next = min(next, pj.StartP50.Sub(epoch))
+			if !pj.Slot.IsZero() {
+				next = min(next, pj.Slot.Sub(epoch))
 			}
 			continue
 		}

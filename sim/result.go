@@ -28,11 +28,21 @@ type Result struct {
 	Makespan    float64 `json:"makespan_s"`  // first submission to last end
 	Replans     int     `json:"replans"`     // scheduling passes (for gpucal: planner calls)
 	Wall        float64 `json:"wall_s"`      // real time the replay took
+	// BySize is the average wait of the jobs of each GPU count, smallest
+	// first: where a policy loses is rarely spread evenly over sizes.
+	BySize []SizeWait `json:"by_size"`
 	// StartPrediction compares the start each job was promised at
 	// submission with its actual start (easy and gpucal only).
 	StartPrediction *StartPrediction `json:"start_prediction,omitempty"`
 	// Bookings is set when the replay had synthetic reservations.
 	*Bookings
+}
+
+// SizeWait is the jobs of one GPU count and their average wait in seconds.
+type SizeWait struct {
+	GPUs    int     `json:"gpus"`
+	Jobs    int     `json:"jobs"`
+	AvgWait float64 `json:"avg_wait_s"`
 }
 
 // StartPrediction measures start-time predictions over the jobs that did
@@ -43,6 +53,7 @@ type StartPrediction struct {
 	Within10Min float64 `json:"within_10min"` // share with |P50 − actual| ≤ 10 minutes
 	Within10Pct float64 `json:"within_10pct"` // share with |P50 − actual| ≤ 10 % of the actual wait
 	MAE         float64 `json:"mae_s"`        // mean |P50 − actual|
+	Bias        float64 `json:"bias_s"`       // mean (actual − P50): above 0, jobs start later than promised
 	P90Coverage float64 `json:"p90_coverage"` // share that started no later than the P90 prediction
 }
 
@@ -70,13 +81,22 @@ func (s *simulation) result() Result {
 	var waits []float64
 	var jct, work float64
 	var last time.Duration
+	sizes := map[int]*SizeWait{}
 	for i := range s.jobs {
 		j := &s.jobs[i]
 		if j.dropped {
 			r.Dropped++
 			continue
 		}
-		waits = append(waits, (j.firstStart - j.t.Submit).Seconds())
+		wait := (j.firstStart - j.t.Submit).Seconds()
+		waits = append(waits, wait)
+		sw := sizes[j.t.GPUs]
+		if sw == nil {
+			sw = &SizeWait{GPUs: j.t.GPUs}
+			sizes[j.t.GPUs] = sw
+		}
+		sw.Jobs++
+		sw.AvgWait += wait
 		jct += (j.end - j.t.Submit).Seconds()
 		work += float64(j.t.GPUs) * j.t.Duration.Seconds()
 		last = max(last, j.end)
@@ -88,6 +108,11 @@ func (s *simulation) result() Result {
 		slices.Sort(waits)
 		r.P50Wait, r.P95Wait, r.P99Wait = percentile(waits, 50), percentile(waits, 95), percentile(waits, 99)
 	}
+	for _, sw := range sizes {
+		sw.AvgWait = round(sw.AvgWait/float64(sw.Jobs), 1)
+		r.BySize = append(r.BySize, *sw)
+	}
+	slices.SortFunc(r.BySize, func(a, b SizeWait) int { return cmp.Compare(a.GPUs, b.GPUs) })
 	r.Makespan = round(last.Seconds(), 1)
 	if last > 0 {
 		r.Utilization = round(work/(float64(r.GPUs)*last.Seconds()), 4)
@@ -104,7 +129,7 @@ func (s *simulation) result() Result {
 func (s *simulation) startPrediction() *StartPrediction {
 	var p StartPrediction
 	var within10m, within10p, covered int
-	var absErr float64
+	var absErr, bias float64
 	for i := range s.jobs {
 		j := &s.jobs[i]
 		if j.dropped || !j.predicted || j.immediate {
@@ -113,6 +138,7 @@ func (s *simulation) startPrediction() *StartPrediction {
 		p.Jobs++
 		err := (j.predP50 - j.firstStart).Abs()
 		absErr += err.Seconds()
+		bias += (j.firstStart - j.predP50).Seconds()
 		if err <= 10*time.Minute {
 			within10m++
 		}
@@ -128,6 +154,7 @@ func (s *simulation) startPrediction() *StartPrediction {
 		p.Within10Min = round(float64(within10m)/n, 4)
 		p.Within10Pct = round(float64(within10p)/n, 4)
 		p.MAE = round(absErr/n, 1)
+		p.Bias = round(bias/n, 1)
 		p.P90Coverage = round(float64(covered)/n, 4)
 	}
 	return &p

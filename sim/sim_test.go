@@ -88,6 +88,19 @@ func TestBaselineWaits(t *testing.T) {
 	}
 }
 
+// TestWaitBySize: the result gives each GPU count's average wait.
+func TestWaitBySize(t *testing.T) {
+	r, err := Run(context.Background(), blocking, Config{Nodes: 1, GPUsPerNode: 2, Policy: PolicyFIFO})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// FIFO waits 0, 99, 108, 90, 90: B is the one 2-GPU job.
+	want := []SizeWait{{GPUs: 1, Jobs: 4, AvgWait: 72}, {GPUs: 2, Jobs: 1, AvgWait: 99}}
+	if diff := cmp.Diff(want, r.BySize); diff != "" {
+		t.Errorf("waits by size (-want +got):\n%s", diff)
+	}
+}
+
 func TestEASYPredictsTheStartItWillGive(t *testing.T) {
 	r, err := Run(context.Background(), blocking, Config{Nodes: 1, GPUsPerNode: 2, Policy: PolicyEASY})
 	if err != nil {
@@ -128,7 +141,7 @@ func TestGPUCal(t *testing.T) {
 			nodes:     1,
 			gpn:       1,
 			wantWaits: []float64{0, 109, 98},
-			wantPred:  &StartPrediction{Jobs: 2, Within10Min: 1, Within10Pct: 1, MAE: 5, P90Coverage: 0.5},
+			wantPred:  &StartPrediction{Jobs: 2, Within10Min: 1, Within10Pct: 1, MAE: 5, Bias: 5, P90Coverage: 0.5}, // B starts 10 s late
 		},
 		{
 			// A job larger than a node takes two whole nodes; the one-node job
