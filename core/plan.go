@@ -47,13 +47,16 @@ type PlanConfig struct {
 	// change with it: StartP50 and EndP50 always take the median ends
 	// (see PlannedJob.Slot).
 	HoldMedian bool
-	// ProtectShared keeps the planned starts of queued jobs that need
-	// several GPUs of one node clear of backfill: a job placed before such
-	// a start on its GPUs must end before it by its P90, as it must before
-	// a foreign reservation window. Such a start is otherwise lost as soon
-	// as a job backfilled in front of it outruns its median, and a
-	// multi-GPU job waits for a node whose GPUs are all free at once.
-	ProtectShared bool
+	// ProtectShared keeps the slots of the first ProtectShared queued jobs
+	// (in queue order) that need several GPUs of one node clear of
+	// backfill: a job placed before such a start on its GPUs must end
+	// before it by its P90, as it must before a foreign reservation
+	// window. Such a start is otherwise lost as soon as a job backfilled in
+	// front of it outruns its median, and a multi-GPU job waits for a node
+	// whose GPUs are all free at once. Further back in a long queue the
+	// protection costs searches and buys little: those slots move with
+	// every replan anyway. 0 protects none.
+	ProtectShared int
 	// SharedHead places the first queued job (after reserved ones) that
 	// needs several GPUs of one node before every other job, as EASY
 	// backfilling reserves the head of its queue: jobs ordered ahead of it
@@ -84,7 +87,7 @@ var DefaultPlanConfig = PlanConfig{
 	AgingHalfLife:   6 * time.Hour,
 	FairShareWeight: 1,
 	Horizon:         365 * 24 * time.Hour,
-	ProtectShared:   true,
+	ProtectShared:   256,
 }
 
 // Plan is the planner's output for one instant.

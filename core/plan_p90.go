@@ -6,14 +6,15 @@ import (
 	"time"
 )
 
-// cascade is the planner's prediction stage: when would every job start
-// and end if each ran for its median (p90 false) or its P90 (p90 true), on
-// the GPUs the placement gave it? Delays cascade along each GPU: a job
-// starts when the last job before it on any of its GPUs has ended, and a
-// job that may not overlap a foreign window moves past it, by its P90 run
-// as the placement keeps it clear. Working in the placements' order, every
-// job's predecessors are settled before it, so the stage costs one pass
-// over the placements rather than another placement search.
+// predict is the planner's prediction stage: when would every job start
+// and end if each ran for its median, and if each ran for its P90, on the
+// GPUs the placement gave it? Delays cascade along each GPU: a job starts
+// when the last job before it on any of its GPUs has ended, and a job that
+// may not overlap a foreign window moves past it, by its P90 run as the
+// placement keeps it clear. Working in the placements' order, every job's
+// predecessors are settled before it, so the stage costs one pass over the
+// placements rather than another placement search; the median and the P90
+// cascade share it.
 //
 // The P90 band never starts a job before its slot: keeping the slot's
 // assignment is the pessimistic reading on purpose, since a replan would
@@ -24,20 +25,21 @@ import (
 // holders end at their medians starts when they do. Reserved and
 // preemptible jobs keep their slots: the one waits for its window, the
 // other's drain order was made for its slot.
-func (p Planner) cascade(now time.Time, queue, running []queuedJob, slots passResult, p90 bool) passResult {
+func (p Planner) predict(now time.Time, queue, running []queuedJob, slots passResult) (median, band passResult) {
 	n := secs(now)
 	tl := slots.tl
 	w := &tl.work
-	w.free = resized(w.free, len(tl.gpus)) // per GPU, when its last settled job ends
-	free := w.free
-	clear(free)
-	out := &w.median
-	if p90 {
-		out = &w.band
+	// Per GPU, when its last settled job ends: [0] median, [1] P90.
+	w.free[0], w.free[1] = resized(w.free[0], len(tl.gpus)), resized(w.free[1], len(tl.gpus))
+	free50, free90 := w.free[0], w.free[1]
+	clear(free50)
+	clear(free90)
+	res := [2]*passResult{&median, &band}
+	for k, out := range []*[2][]placement{&w.median, &w.band} {
+		out[0], out[1] = resized(out[0], len(queue)), resized(out[1], len(running))
+		*res[k] = passResult{tl: tl, queued: out[0], running: out[1]}
+		clear(res[k].queued)
 	}
-	out[0], out[1] = resized(out[0], len(queue)), resized(out[1], len(running))
-	res := passResult{tl: tl, queued: out[0], running: out[1]}
-	clear(res.queued)
 	// Each GPU's reservation windows, all in one allocation (none when
 	// the plan has no reservations: the common case, and a short plan).
 	var windows [][]interval
@@ -55,22 +57,20 @@ func (p Planner) cascade(now time.Time, queue, running []queuedJob, slots passRe
 		}
 	}
 	gis := make([]int, 0, 64)
-	settle := func(gpus []int64) {
-		gis = gis[:0]
-		for _, id := range gpus {
-			gis = append(gis, tl.mustIndex(id))
-		}
-	}
 	for i, rj := range running {
 		m := slots.running[i]
-		settle(m.gpus)
-		end := runningEnd(n, m.start, rj.est, p90)
-		if rj.Preemptible || rj.Class == ClassLow {
-			end = cutAtWindow(windows, gis, rj.Job, m.start, end)
+		gis = gis[:0]
+		for _, id := range m.gpus {
+			gis = append(gis, tl.mustIndex(id))
 		}
-		res.running[i] = placement{ok: true, start: m.start, end: end, gpus: m.gpus, drain: m.drain}
+		end50, end90 := runningEnd(n, m.start, rj.est, false), runningEnd(n, m.start, rj.est, true)
+		if rj.Preemptible || rj.Class == ClassLow {
+			end50, end90 = cutAtWindow(windows, gis, rj.Job, m.start, end50), cutAtWindow(windows, gis, rj.Job, m.start, end90)
+		}
+		median.running[i] = placement{ok: true, start: m.start, end: end50, gpus: m.gpus, drain: m.drain}
+		band.running[i] = placement{ok: true, start: m.start, end: end90, gpus: m.gpus, drain: m.drain}
 		for _, gi := range gis {
-			free[gi] = max(free[gi], end)
+			free50[gi], free90[gi] = max(free50[gi], end50), max(free90[gi], end90)
 		}
 	}
 
@@ -86,39 +86,37 @@ func (p Planner) cascade(now time.Time, queue, running []queuedJob, slots passRe
 	})
 	for _, i := range order {
 		m, j := slots.queued[i], queue[i]
-		settle(m.gpus)
-		start := n
+		gis = gis[:0]
+		for _, id := range m.gpus {
+			gis = append(gis, tl.mustIndex(id))
+		}
 		pre := j.Preemptible || j.Class == ClassLow
-		if p90 || j.Class == ClassReserved || pre {
-			// The P90 band starts no job before its slot; a reserved job
-			// waits for its window, and a preemptible job keeps the start
-			// its drain order was made for.
-			start = m.start
+		start50, start90 := n, m.start
+		if j.Class == ClassReserved || pre {
+			start50 = m.start
 		}
 		for _, gi := range gis {
-			start = max(start, free[gi])
+			start50, start90 = max(start50, free50[gi]), max(start90, free90[gi])
 		}
-		dur, clearance := durSecs(j.est.P50), durSecs(j.est.P90)
-		if p90 {
-			dur = clearance
+		dur50, dur90 := durSecs(j.est.P50), durSecs(j.est.P90)
+		var end50, end90 int64
+		if pre {
+			end50, end90 = cutAtWindow(windows, gis, j.Job, start50, start50+dur50), cutAtWindow(windows, gis, j.Job, start90, start90+dur90)
+		} else {
+			start50 = pastWindows(windows, gis, j.Job, start50, max(dur50, dur90))
+			start90 = pastWindows(windows, gis, j.Job, start90, dur90)
+			end50, end90 = start50+dur50, start90+dur90
 		}
-		end := start + dur
-		switch {
-		case pre:
-			end = cutAtWindow(windows, gis, j.Job, start, end)
-		default:
-			start = pastWindows(windows, gis, j.Job, start, max(dur, clearance))
-			end = start + dur
+		if start50 > m.start { // never later than the slot, which is feasible
+			start50, end50 = m.start, m.end
 		}
-		if !p90 && start > m.start { // never later than the slot, which is feasible
-			start, end = m.start, m.end
-		}
-		res.queued[i] = placement{ok: true, start: start, end: end, gpus: m.gpus, drain: m.drain}
+		median.queued[i] = placement{ok: true, start: start50, end: end50, gpus: m.gpus, drain: m.drain}
+		band.queued[i] = placement{ok: true, start: start90, end: end90, gpus: m.gpus, drain: m.drain}
 		for _, gi := range gis {
-			free[gi] = max(free[gi], end)
+			free50[gi], free90[gi] = max(free50[gi], end50), max(free90[gi], end90)
 		}
 	}
-	return res
+	return median, band
 }
 
 // pastWindows returns the earliest start from start on at which j, running

@@ -22,13 +22,16 @@ func TestReplannerMatchesPlan(t *testing.T) {
 		protect int
 		arrive  int  // up to this many jobs arrive between two plans
 		lean    bool // no reasons, no running jobs, bands in every other plan, as gpucal sim plans
-		shared  bool // PlanConfig.ProtectShared and SharedHead
+		shared  int  // PlanConfig.ProtectShared
+		head    bool // PlanConfig.SharedHead
 	}{
-		{"conservative, short queues", 0, 4, false, false},
-		{"conservative, long queues", 0, 24, false, false}, // the node index takes over from 32 queued jobs
-		{"EASY-like", 1, 12, false, false},
-		{"lean", 0, 24, true, false},
-		{"shared starts protected, shared head", 0, 24, true, true},
+		{"conservative, short queues", 0, 4, false, 0, false},
+		{"conservative, long queues", 0, 24, false, 0, false}, // the node index takes over from 32 queued jobs
+		{"EASY-like", 1, 12, false, 0, false},
+		{"lean", 0, 24, true, 0, false},
+		{"shared starts protected", 0, 24, false, 256, false},
+		{"the first two shared starts protected", 0, 24, false, 2, false},
+		{"shared starts protected, shared head", 0, 24, true, 256, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +40,7 @@ func TestReplannerMatchesPlan(t *testing.T) {
 				h := newHistory(rng, randomSnapshot(rng))
 				planner := Planner{Config: DefaultPlanConfig}
 				planner.Config.Protect = tt.protect
-				planner.Config.ProtectShared, planner.Config.SharedHead = tt.shared, tt.shared
+				planner.Config.ProtectShared, planner.Config.SharedHead = tt.shared, tt.head
 				planner.Config.NoReasons, planner.Config.NoRunning = tt.lean, tt.lean
 				r := NewReplanner(planner)
 				for step := range 40 {

@@ -32,8 +32,7 @@ func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 func (p Planner) finish(now time.Time, s Snapshot, queue, running []queuedJob, slots passResult) Plan {
 	var median, band passResult
 	if !p.Config.NoBands {
-		median = p.cascade(now, queue, running, slots, false)
-		band = p.cascade(now, queue, running, slots, true)
+		median, band = p.predict(now, queue, running, slots)
 	}
 	return p.explain(now, s, queue, running, slots, median, band)
 }
@@ -203,6 +202,7 @@ func (p Planner) placeQueue(now time.Time, tl *timelines, base baseLayer, queue 
 	tl.work.queued = resized(tl.work.queued, len(queue))
 	res.queued = tl.work.queued
 	clear(res.queued)
+	tl.protectLeft = p.Config.ProtectShared
 	protect := len(queue)
 	if p.Config.Protect > 0 {
 		protect = min(p.Config.Protect, len(queue))
@@ -327,8 +327,11 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps *ca
 
 	pl := placement{ok: true, start: best.start, end: best.start + dur}
 	// A start to come on several GPUs of one node is kept clear of later
-	// placements' P90 runs (PlanConfig.ProtectShared).
-	protected := p.Config.ProtectShared && best.start > now && j.GPUs >= 2 && j.GPUs <= largest
+	// placements' P90 runs, for the first PlanConfig.ProtectShared such jobs.
+	protected := tl.protectLeft > 0 && best.start > now && j.GPUs >= 2 && j.GPUs <= largest
+	if protected {
+		tl.protectLeft--
+	}
 	if sk.preemptible {
 		pl.end, pl.drain = p.drainBefore(tl, best.gpus, j, pl.start, pl.end, now)
 	}

@@ -24,13 +24,13 @@ func TestProtectShared(t *testing.T) {
 	whole := Estimate{P50: 10 * time.Minute, P90: 20 * time.Minute} // j2 first: 40 GPU-minutes
 	tests := []struct {
 		name      string
-		protect   bool
+		protect   int
 		j3        Estimate
 		wantStart time.Duration // j3's planned start from now
 	}{
-		{"unprotected: the median fits before j2", false, Estimate{P50: time.Hour, P90: 3 * time.Hour}, 0},
-		{"protected: the P90 run would delay j2", true, Estimate{P50: time.Hour, P90: 3 * time.Hour}, 2*time.Hour + 10*time.Minute},
-		{"protected: even the P90 run ends before j2", true, Estimate{P50: time.Hour, P90: 90 * time.Minute}, 0},
+		{"unprotected: the median fits before j2", 0, Estimate{P50: time.Hour, P90: 3 * time.Hour}, 0},
+		{"protected: the P90 run would delay j2", 1, Estimate{P50: time.Hour, P90: 3 * time.Hour}, 2*time.Hour + 10*time.Minute},
+		{"protected: even the P90 run ends before j2", 1, Estimate{P50: time.Hour, P90: 90 * time.Minute}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,6 +45,54 @@ func TestProtectShared(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProtectSharedFirstOnly: ProtectShared protects the slots of that many
+// multi-GPU jobs, the first in queue order; behind them a one-GPU job may
+// backfill by its median.
+func TestProtectSharedFirstOnly(t *testing.T) {
+	nodes := cluster("a100", "NVIDIA A100-SXM4-80GB", 2, 4, 1)
+	busy := func(id int64, n Node) Job {
+		return Job{ID: id, Owner: "alice", GPUs: 2, Class: ClassNormal, State: JobRunning, StartedAt: planNow, Assigned: refs(n, 0, 1)}
+	}
+	whole := Estimate{P50: 10 * time.Minute, P90: 20 * time.Minute}
+	s := Snapshot{Nodes: nodes, Running: []Job{busy(1, nodes[0]), busy(2, nodes[1])},
+		// j3 and j4 need a whole node each, after the running jobs' two hours;
+		// j3 is first in the order (the smaller GPU-time). j5 needs one GPU
+		// for an hour, three at its P90.
+		Queued: []Job{queued(3, "bob", 4, 0), queued(4, "bob", 4, 0), queued(5, "carol", 1, 0)},
+		Estimates: map[int64]Estimate{1: {P50: 2 * time.Hour, P90: 2 * time.Hour}, 2: {P50: 2 * time.Hour, P90: 2 * time.Hour},
+			3: whole, 4: {P50: 11 * time.Minute, P90: 20 * time.Minute}, 5: {P50: time.Hour, P90: 3 * time.Hour}}}
+	for _, tt := range []struct {
+		protect int
+		want    time.Duration // j5's start
+		beside  int64         // the job whose node j5 goes to
+	}{
+		{1, 0, 4},                            // j4's slot is not protected: j5 fits before it by its median
+		{2, 2*time.Hour + 10*time.Minute, 3}, // both are: j5 waits for the first node free after them
+		{0, 0, 3},                            // none is: j5 takes the first node by its median
+	} {
+		planner := Planner{Config: DefaultPlanConfig}
+		planner.Config.ProtectShared = tt.protect
+		p := planner.Plan(planNow, s)
+		j5 := planned(t, p, 5)
+		if got := j5.StartP50.Sub(planNow); got != tt.want {
+			t.Errorf("protect %d: j5 starts in %s, want %s", tt.protect, got, tt.want)
+		}
+		if beside := planned(t, p, tt.beside); tt.want == 0 && !sameNode(nodes, j5.GPUs[0], beside.GPUs[0]) {
+			t.Errorf("protect %d: j5 on GPU %d, want it on j%d's node (GPU %d)", tt.protect, j5.GPUs[0], tt.beside, beside.GPUs[0])
+		}
+	}
+}
+
+func sameNode(nodes []Node, a, b int64) bool {
+	for _, n := range nodes {
+		in := func(id int64) bool { return id >= n.GPUs[0].ID && id <= n.GPUs[len(n.GPUs)-1].ID }
+		if in(a) {
+			return in(b)
+		}
+	}
+	return false
 }
 
 // TestSharedHead: with PlanConfig.SharedHead the first job that needs

@@ -73,9 +73,10 @@ type nodeLine struct {
 
 // timelines is the planner's working copy of the cluster in time.
 type timelines struct {
-	now   int64
-	gpus  []gpuLine
-	nodes []nodeLine
+	protectLeft int // how many more slots this pass may protect (PlanConfig.ProtectShared)
+	now         int64
+	gpus        []gpuLine
+	nodes       []nodeLine
 	// GPU ID → index in gpus: through dense (index+1 at ID−denseFrom, 0
 	// for none) when the IDs are close together, as they are in a cluster
 	// numbered from one, else through byID. Use gpuIndex.
@@ -109,9 +110,9 @@ type planWork struct {
 	queued  []placement // the slots
 	median  [2][]placement
 	band    [2][]placement
-	free    []int64
-	order   []int   // queued jobs by slot, for the cascades
-	ids     []int64 // the running jobs' GPU IDs, when they do not reach the Plan
+	free    [2][]int64 // per GPU, for the predictions: median, P90
+	order   []int      // queued jobs by slot, for the predictions
+	ids     []int64    // the running jobs' GPU IDs, when they do not reach the Plan
 }
 
 // timelinesPool keeps the timelines of finished plans for the next one:

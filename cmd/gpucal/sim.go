@@ -31,7 +31,7 @@ func runSim(ctx context.Context, e *env, args []string) error {
 	limit := fs.Int("limit", 0, "replay only the first N jobs (0: all)")
 	seed := fs.Int64("seed", 1, "seed for the bookings and the preemptible marks")
 	protect := fs.Int("protect", 0, "gpucal: how many jobs at the head of the queue keep their planned starts (0: all, conservative backfill; 1: like EASY)")
-	protectShared := fs.Bool("protect-shared", core.DefaultPlanConfig.ProtectShared, "gpucal: keep the planned starts of jobs that need several GPUs of one node clear of later jobs' P90 runs")
+	protectShared := fs.Int("protect-shared", core.DefaultPlanConfig.ProtectShared, "gpucal: keep the planned starts of the first N queued jobs that need several GPUs of one node clear of later jobs' P90 runs (0: none)")
 	holdMedian := fs.Bool("hold-median", false, "gpucal: place the queue around running jobs by their median ends rather than their P90 ends")
 	sharedHead := fs.Bool("shared-head", false, "gpucal: place the first job that needs several GPUs of one node before the rest of the queue")
 	estimator := fs.String("estimator", sim.EstimatorRequest, "runtime estimator every policy learns with: request (the request scaled by the user's habit) or history (core.History, the server's)")
@@ -64,6 +64,9 @@ func runSim(ctx context.Context, e *env, args []string) error {
 		Estimator: *estimator}
 	if *protect < 0 {
 		return usagef("--protect must be 0 (every job) or more")
+	}
+	if *protectShared < 0 {
+		return usagef("--protect-shared must be 0 (none) or more")
 	}
 	cfg.Plan = core.DefaultPlanConfig
 	cfg.Plan.Protect = *protect
