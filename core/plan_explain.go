@@ -22,13 +22,7 @@ func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, 
 	}
 	var names namer
 	if reasons {
-		names = newNamer(s, len(queue)+len(running))
-		for i, j := range running {
-			names.ends[j.ID] = of(med.running, i, slots.running[i]).end
-		}
-		for i, j := range queue {
-			names.ends[j.ID] = of(med.queued, i, slots.queued[i]).end
-		}
+		names = newNamer(s, queue, running, slots, med)
 	}
 	at := func(t int64) time.Time { return time.Unix(t, 0).UTC() }
 	out := Plan{Now: now, Queued: make([]PlannedJob, 0, len(queue))}
@@ -91,21 +85,31 @@ func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, 
 // namer finds the owners of the jobs and reservations reasons name, and
 // when the jobs they wait for are expected to end.
 type namer struct {
-	owners    map[int64]string // job → owner
-	running   map[int64]bool
+	jobs      map[int64]namedJob
 	resOwners map[int64]string // reservation → owner
-	ends      map[int64]int64  // job → its median end
 }
 
-func newNamer(s Snapshot, jobs int) namer {
-	names := namer{owners: make(map[int64]string, len(s.Running)+len(s.Queued)), running: make(map[int64]bool, len(s.Running)),
-		resOwners: make(map[int64]string, len(s.Reservations)), ends: make(map[int64]int64, jobs)}
-	for _, j := range s.Running {
-		names.owners[j.ID] = j.Owner
-		names.running[j.ID] = true
+type namedJob struct {
+	owner   string
+	running bool
+	end     int64 // its median end (its slot's end without predictions)
+}
+
+// newNamer knows every running and queued job with its end in med, or
+// in slots where med is empty.
+func newNamer(s Snapshot, queue, running []queuedJob, slots, med passResult) namer {
+	names := namer{jobs: make(map[int64]namedJob, len(running)+len(queue)), resOwners: make(map[int64]string, len(s.Reservations))}
+	end := func(ps []placement, i int, slot placement) int64 {
+		if ps == nil || !ps[i].ok {
+			return slot.end
+		}
+		return ps[i].end
 	}
-	for _, j := range s.Queued {
-		names.owners[j.ID] = j.Owner
+	for i, j := range running {
+		names.jobs[j.ID] = namedJob{owner: j.Owner, running: true, end: end(med.running, i, slots.running[i])}
+	}
+	for i, j := range queue {
+		names.jobs[j.ID] = namedJob{owner: j.Owner, end: end(med.queued, i, slots.queued[i])}
 	}
 	for _, r := range s.Reservations {
 		names.resOwners[r.ID] = r.Owner
@@ -135,18 +139,16 @@ func (nm namer) reason(j *Job, m placement, tl *timelines, now int64) string {
 			case iv.kind == ivReservation:
 				b = append(append(append(append(append(b, "; "...), node...), " is reserved by "...), nm.resOwners[iv.id]...), " ("...)
 				b = append(append(b, ReservationName(iv.id)...), ") until "...)
-			case nm.running[iv.id]:
+			case nm.jobs[iv.id].running:
 				b = append(append(append(append(b, "; "...), node...), " is busy with "...), JobName(iv.id)...)
-				b = append(append(append(b, " ("...), nm.owners[iv.id]...), ") until about "...)
+				b = append(append(append(b, " ("...), nm.jobs[iv.id].owner...), ") until about "...)
 			default:
-				b = append(append(append(append(b, "; "...), JobName(iv.id)...), " ("...), nm.owners[iv.id]...)
+				b = append(append(append(append(b, "; "...), JobName(iv.id)...), " ("...), nm.jobs[iv.id].owner...)
 				b = append(append(append(b, "), ahead in the queue, is planned on "...), node...), " until about "...)
 			}
 			end := iv.end
 			if iv.kind == ivJob {
-				if e, ok := nm.ends[iv.id]; ok {
-					end = e
-				}
+				end = nm.jobs[iv.id].end
 			}
 			b = appendTime(b, end)
 		}
