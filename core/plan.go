@@ -38,15 +38,16 @@ type PlanConfig struct {
 	// the jobs already running, even if that delays another unprotected
 	// job's planned start (EASY backfilling protects one).
 	Protect int
-	// HoldMedian places the queue around running jobs by their median
-	// ends instead of their P90 ends. By default the plan holds a running
-	// job's GPUs until its P90 end: a queued job planned on GPUs whose
-	// holder might run long waits there longer than on GPUs that are
-	// surely free by then, and a plan made on medians keeps breaking its
-	// own promises as half the running jobs outrun them. Predictions do not
-	// change with it: StartP50 and EndP50 always take the median ends
-	// (see PlannedJob.Slot).
-	HoldMedian bool
+	// Hold is how long the plan holds a running job's GPUs when it places
+	// the queue: from the job's median end (0) to its P90 end (1), in log
+	// space: the job holds them for P50^(1−Hold) × P90^Hold. A plan made on
+	// medians keeps breaking its own promises as half the running jobs
+	// outrun them, and it puts queued jobs behind the holders most likely
+	// to run on; held longer, a queued job goes where the GPUs are surely
+	// free soonest. Predictions do not change with it: StartP50 and EndP50
+	// always take the median ends (see PlannedJob.Slot). Values outside
+	// [0, 1] count as the nearer end.
+	Hold float64
 	// ProtectShared keeps the slots of the first ProtectShared queued jobs
 	// (in queue order) that need several GPUs of one node clear of
 	// backfill: a job placed before such a start on its GPUs must end
@@ -87,6 +88,7 @@ var DefaultPlanConfig = PlanConfig{
 	AgingHalfLife:   6 * time.Hour,
 	FairShareWeight: 1,
 	Horizon:         365 * 24 * time.Hour,
+	Hold:            0.75,
 	ProtectShared:   256,
 }
 
@@ -109,7 +111,7 @@ type PlannedJob struct {
 	EndP90   time.Time
 	// Slot is the start the plan holds the GPUs from: if nothing changes,
 	// the job starts then. StartP50 may be earlier, as the plan holds
-	// running jobs' GPUs until their P90 ends (PlanConfig.HoldMedian) and
+	// running jobs' GPUs past their median ends (PlanConfig.Hold) and
 	// keeps jobs clear of windows by their P90 runs, while StartP50 is
 	// the start if every job runs for its median.
 	Slot     time.Time

@@ -20,11 +20,13 @@ import (
 // assignment is the pessimistic reading on purpose, since a replan would
 // move a delayed job to GPUs that freed up meanwhile, so the real start is
 // no later than this one, which is what a P90 should be. The median
-// cascade may start a job before its slot, never after: the slot waits for
-// running jobs' P90 ends (PlanConfig.HoldMedian), and a job whose GPUs'
-// holders end at their medians starts when they do. Reserved and
-// preemptible jobs keep their slots: the one waits for its window, the
-// other's drain order was made for its slot.
+// cascade usually starts a job before its slot: the slot waits for running
+// jobs' holds past their medians (PlanConfig.Hold), and a job whose GPUs'
+// holders end at their medians starts when they do. (It can start after
+// the slot only when a holder past its median, expected to end a little
+// after now, outlasts its hold.) Reserved and preemptible jobs start no
+// earlier than their slots: the one waits for its window, the other's
+// drain order was made for its slot.
 func (p Planner) predict(now time.Time, queue, running []queuedJob, slots passResult) (median, band passResult) {
 	n := secs(now)
 	tl := slots.tl
@@ -63,7 +65,8 @@ func (p Planner) predict(now time.Time, queue, running []queuedJob, slots passRe
 		for _, id := range m.gpus {
 			gis = append(gis, tl.mustIndex(id))
 		}
-		end50, end90 := runningEnd(n, m.start, rj.est, false), runningEnd(n, m.start, rj.est, true)
+		end50 := runningEnd(n, m.start, rj.est, false)
+		end90 := max(runningEnd(n, m.start, rj.est, true), end50) // a job past its median ends after now
 		if rj.Preemptible || rj.Class == ClassLow {
 			end50, end90 = cutAtWindow(windows, gis, rj.Job, m.start, end50), cutAtWindow(windows, gis, rj.Job, m.start, end90)
 		}
@@ -106,9 +109,6 @@ func (p Planner) predict(now time.Time, queue, running []queuedJob, slots passRe
 			start50 = pastWindows(windows, gis, j.Job, start50, max(dur50, dur90))
 			start90 = pastWindows(windows, gis, j.Job, start90, dur90)
 			end50, end90 = start50+dur50, start90+dur90
-		}
-		if start50 > m.start { // never later than the slot, which is feasible
-			start50, end50 = m.start, m.end
 		}
 		median.queued[i] = placement{ok: true, start: start50, end: end50, gpus: m.gpus, drain: m.drain}
 		band.queued[i] = placement{ok: true, start: start90, end: end90, gpus: m.gpus, drain: m.drain}

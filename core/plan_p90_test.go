@@ -59,7 +59,7 @@ func TestPessimisticBand(t *testing.T) {
 			}
 			// Slots from medians, so that the band's cascade is what moves.
 			planner := Planner{Config: DefaultPlanConfig}
-			planner.Config.HoldMedian = true
+			planner.Config.Hold = 0
 			pj := planned(t, planner.Plan(planNow, s), tt.job)
 			if !pj.StartP50.Equal(tt.start) || !pj.StartP90.Equal(tt.p90) || !pj.EndP90.Equal(tt.end90) {
 				t.Errorf("j%d: start %s (P90 %s), P90 end %s; want %s (%s), %s", tt.job,
@@ -111,11 +111,11 @@ func TestProtect(t *testing.T) {
 	}
 }
 
-// TestHoldsRunningUntilP90: the plan places a queued job around running
-// jobs held until their P90 ends, so it waits for the GPU surely free
+// TestHolds: the plan places a queued job around running jobs held past
+// their medians (PlanConfig.Hold), so it waits for the GPU surely free
 // soonest; its median start is when that GPU's holder ends at its median.
-// With PlanConfig.HoldMedian it waits for the earliest median end instead.
-func TestHoldsRunningUntilP90(t *testing.T) {
+// Held until their medians, it waits for the earliest median end instead.
+func TestHolds(t *testing.T) {
 	nodes := cluster("a100", "NVIDIA A100-SXM4-80GB", 2, 1, 1)
 	at := func(h float64) time.Time { return planNow.Add(hours(h)) }
 	run := func(id int64, n Node) Job {
@@ -126,25 +126,26 @@ func TestHoldsRunningUntilP90(t *testing.T) {
 		Running: []Job{run(1, nodes[0]), run(2, nodes[1])},
 		Queued:  []Job{queued(3, "bob", 1, 0)},
 		Estimates: map[int64]Estimate{
-			1: {P50: hours(1), P90: hours(10)},  // likely soon, maybe very late
-			2: {P50: hours(2), P90: hours(2.5)}, // surely by 2h30
+			1: {P50: hours(1), P90: hours(16)}, // likely soon, maybe very late
+			2: {P50: hours(2), P90: hours(2)},  // surely by 2h
 			3: {P50: hours(1), P90: hours(2)},
 		},
 	}
 	tests := []struct {
-		name             string
-		holdMedian       bool
-		node             Node
-		slot, p50, p90   time.Time
-		runningEnd, end2 time.Time // j2's P50 and P90 ends
+		name           string
+		hold           float64
+		node           Node
+		slot, p50, p90 time.Time
 	}{
-		{"held until P90", false, nodes[1], at(2.5), at(2), at(2.5), at(2), at(2.5)},
-		{"held until the median", true, nodes[0], at(1), at(1), at(10), at(2), at(2.5)},
+		{"held until P90", 1, nodes[1], at(2), at(2), at(2)},
+		{"held three quarters of the way (log scale): j1 until 8h", 0.75, nodes[1], at(2), at(2), at(2)},
+		{"held a quarter of the way: j1 until 2h, a tie broken by the tighter fit", 0.25, nodes[0], at(2), at(1), at(16)},
+		{"held until the median", 0, nodes[0], at(1), at(1), at(16)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			planner := Planner{Config: DefaultPlanConfig}
-			planner.Config.HoldMedian = tt.holdMedian
+			planner.Config.Hold = tt.hold
 			p := planner.Plan(planNow, s)
 			pj := planned(t, p, 3)
 			if pj.GPUs[0] != tt.node.GPUs[0].ID || !pj.Slot.Equal(tt.slot) || !pj.StartP50.Equal(tt.p50) || !pj.StartP90.Equal(tt.p90) {
@@ -152,9 +153,8 @@ func TestHoldsRunningUntilP90(t *testing.T) {
 					pj.Slot.Format(time.Kitchen), pj.StartP50.Format(time.Kitchen), pj.StartP90.Format(time.Kitchen),
 					tt.node.GPUs[0].ID, tt.slot.Format(time.Kitchen), tt.p50.Format(time.Kitchen), tt.p90.Format(time.Kitchen))
 			}
-			if r := planned(t, p, 2); !r.EndP50.Equal(tt.runningEnd) || !r.EndP90.Equal(tt.end2) {
-				t.Errorf("j2 ends %s (P90 %s), want %s (%s)", r.EndP50.Format(time.Kitchen), r.EndP90.Format(time.Kitchen),
-					tt.runningEnd.Format(time.Kitchen), tt.end2.Format(time.Kitchen))
+			if r := planned(t, p, 1); !r.EndP50.Equal(at(1)) || !r.EndP90.Equal(at(16)) {
+				t.Errorf("j1 ends %s (P90 %s), want its median and P90 whatever the hold", r.EndP50.Format(time.Kitchen), r.EndP90.Format(time.Kitchen))
 			}
 			if pj.StartNow {
 				t.Error("j3 starts now; both GPUs are busy")

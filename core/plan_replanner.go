@@ -221,7 +221,7 @@ func (r *Replanner) laidJobs(n int64, running []queuedJob) ([]laidJob, bool) {
 		for _, g := range j.Assigned {
 			r.ids = append(r.ids, g.ID)
 		}
-		out = append(out, laidJob{id: j.ID, start: start, end: runningEnd(n, start, rj.est, !r.Planner.Config.HoldMedian),
+		out = append(out, laidJob{id: j.ID, start: start, end: r.Planner.holdEnd(n, start, rj.est),
 			preemptible: j.Preemptible, drainable: j.Preemptible || j.Class == ClassLow, reservation: j.Reservation,
 			gpus: [2]int{from, len(r.ids)}})
 	}

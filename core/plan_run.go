@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 )
@@ -103,9 +104,9 @@ func durSecs(d time.Duration) int64 { return max(int64((d+time.Second-1)/time.Se
 
 // place is the planner's second stage: every queued job at its earliest
 // start with median durations, keeping non-preemptible jobs' P90 clear of
-// foreign windows, around running jobs held until their P90 ends (their
-// medians with PlanConfig.HoldMedian). It lays the base layer on empty
-// timelines first. Where a job is placed is its slot.
+// foreign windows, around running jobs held past their median ends
+// (PlanConfig.Hold). It lays the base layer on empty timelines first.
+// Where a job is placed is its slot.
 func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running []queuedJob) passResult {
 	base := p.layBase(now, s, tl, running, nil)
 	for ni := range tl.nodes {
@@ -115,8 +116,8 @@ func (p Planner) place(now time.Time, s Snapshot, tl *timelines, queue, running 
 }
 
 // baseLayer is what a plan lays on the timelines before the queue: the
-// holding reservations' windows and the running jobs until their P90 ends
-// (medians with PlanConfig.HoldMedian).
+// holding reservations' windows and the running jobs until their holds
+// end (PlanConfig.Hold).
 type baseLayer struct {
 	windows map[int64]Reservation // the reservations laid, by ID
 	laid    int                   // reservation intervals laid on GPUs
@@ -146,7 +147,7 @@ func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []que
 			}
 		}
 	}
-	// 2. Running jobs hold their GPUs until their P90 end; preemptible
+	// 2. Running jobs hold their GPUs until their hold ends; preemptible
 	//    ones only until the first foreign window on their GPUs opens.
 	base.running = tl.work.base[:0]
 	var gis []int
@@ -162,7 +163,7 @@ func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []que
 	for _, rj := range running {
 		j, e := rj.Job, rj.est
 		start := secs(j.StartedAt)
-		end := runningEnd(n, start, e, !p.Config.HoldMedian)
+		end := p.holdEnd(n, start, e)
 		gis = gis[:0]
 		for _, g := range j.Assigned {
 			if gi, ok := tl.gpuIndex(g.ID); ok {
@@ -260,6 +261,45 @@ func (p Planner) horizon() time.Duration {
 	return DefaultPlanConfig.Horizon
 }
 
+// holdEnd is when a running job that started at start stops holding its
+// GPUs for placing the queue (PlanConfig.Hold).
+func (p Planner) holdEnd(now, start int64, e Estimate) int64 {
+	h := min(max(p.Config.Hold, 0), 1)
+	d50, d90 := durSecs(e.P50), durSecs(max(e.P90, e.P50))
+	d := d50
+	switch {
+	case h == 1:
+		d = d90
+	case h > 0 && d90 > d50:
+		d = min(int64(math.Round(float64(d50)*powRatio(float64(d90)/float64(d50), h))), d90)
+	}
+	// A job past its hold is held a step of 5 % of it (at least a minute)
+	// at a time, in steps counted from its start: the hold then changes
+	// once a step, not at every plan, and the Replanner, which lays a job
+	// again when its hold changes, keeps it.
+	end := start + d
+	if end <= now {
+		step := max(d/20, 60)
+		end += ((now-end)/step + 1) * step
+	}
+	return end
+}
+
+// powRatio is r^h. Every plan asks it for every running job, and math.Pow
+// took a sixth of a replay: the quarters are square roots.
+func powRatio(r, h float64) float64 {
+	switch h {
+	case 0.75:
+		s := math.Sqrt(r)
+		return s * math.Sqrt(s)
+	case 0.5:
+		return math.Sqrt(r)
+	case 0.25:
+		return math.Sqrt(math.Sqrt(r))
+	}
+	return math.Pow(r, h)
+}
+
 // runningEnd predicts when a running job ends. A job already past its
 // estimate is expected to end a little later rather than in the past.
 func runningEnd(now, start int64, e Estimate, p90 bool) int64 {
@@ -267,6 +307,11 @@ func runningEnd(now, start int64, e Estimate, p90 bool) int64 {
 	if p90 {
 		d = durSecs(e.P90)
 	}
+	return endAfter(now, start, d)
+}
+
+// endAfter is start + d, or a little after now when that has passed.
+func endAfter(now, start, d int64) int64 {
 	end := start + d
 	if end <= now {
 		end = now + max(d/20, 60)

@@ -32,7 +32,7 @@ func runSim(ctx context.Context, e *env, args []string) error {
 	seed := fs.Int64("seed", 1, "seed for the bookings and the preemptible marks")
 	protect := fs.Int("protect", 0, "gpucal: how many jobs at the head of the queue keep their planned starts (0: all, conservative backfill; 1: like EASY)")
 	protectShared := fs.Int("protect-shared", core.DefaultPlanConfig.ProtectShared, "gpucal: keep the planned starts of the first N queued jobs that need several GPUs of one node clear of later jobs' P90 runs (0: none)")
-	holdMedian := fs.Bool("hold-median", false, "gpucal: place the queue around running jobs by their median ends rather than their P90 ends")
+	hold := fs.Float64("hold", core.DefaultPlanConfig.Hold, "gpucal: how long running jobs hold their GPUs when the queue is placed, from their median end (0) to their P90 end (1), in log space")
 	sharedHead := fs.Bool("shared-head", false, "gpucal: place the first job that needs several GPUs of one node before the rest of the queue")
 	estimator := fs.String("estimator", sim.EstimatorRequest, "runtime estimator every policy learns with: request (the request scaled by the user's habit) or history (core.History, the server's)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
@@ -65,12 +65,15 @@ func runSim(ctx context.Context, e *env, args []string) error {
 	if *protect < 0 {
 		return usagef("--protect must be 0 (every job) or more")
 	}
+	if *hold < 0 || *hold > 1 {
+		return usagef("--hold must be between 0 (the median end) and 1 (the P90 end)")
+	}
 	if *protectShared < 0 {
 		return usagef("--protect-shared must be 0 (none) or more")
 	}
 	cfg.Plan = core.DefaultPlanConfig
 	cfg.Plan.Protect = *protect
-	cfg.Plan.ProtectShared, cfg.Plan.SharedHead, cfg.Plan.HoldMedian = *protectShared, *sharedHead, *holdMedian
+	cfg.Plan.ProtectShared, cfg.Plan.SharedHead, cfg.Plan.Hold = *protectShared, *sharedHead, *hold
 	if cfg.GPUsPerNode == 0 {
 		cfg.GPUsPerNode = 8
 		if f == sim.FormatSWF {

@@ -58,6 +58,7 @@ func TestSimCommand(t *testing.T) {
 		{"sim", "--trace", trace, "--format", "parquet"},
 		{"sim", "--trace", trace, "--format", "philly", "--protect", "-1"},
 		{"sim", "--trace", trace, "--format", "philly", "--protect-shared", "-2"},
+		{"sim", "--trace", trace, "--format", "philly", "--hold", "1.5"},
 	} {
 		errOut.Reset()
 		if code := run(context.Background(), e, args); code != 2 {
