@@ -43,7 +43,7 @@ func (p Planner) fitGangIndexed(tl *timelines, sk seeker, usable func(*gpuLine) 
 	if at, found = sw.earliest(k, limit); !found {
 		return fit{}, false
 	}
-	return s.gangOn(tl, counts, k, at, sw.freeAt(at), buf)
+	return s.gangOn(tl, counts, k, at, sw.freeAt(at), true, buf)
 }
 
 // gangSweep finds the earliest instant at which enough nodes are wholly
@@ -106,15 +106,23 @@ func (g *gangSweep) freeAt(t int64) []int {
 }
 
 // gangOn takes whole nodes among free, in order, until they hold k GPUs:
-// all GPUs of each but the last, and the best-fitting ones of the last.
-func (s seekerOnly) gangOn(tl *timelines, counts []int, k int, t int64, free []int, buf *[]window) (fit, bool) {
+// all usable GPUs of each but the last, and the first ones by index of the
+// last. Known says the nodes are known to be wholly free at t (the sweep's
+// windows said so); otherwise each is checked.
+func (s seekerOnly) gangOn(tl *timelines, counts []int, k int, t int64, free []int, known bool, buf *[]window) (fit, bool) {
 	var whole []int
 	for _, ni := range free {
-		f, ok := s.earliestOn(tl, ni, counts[ni], t, t, buf)
-		if !ok {
+		if known {
+			for _, gi := range tl.nodes[ni].gpus {
+				if s.usable(&tl.gpus[gi]) {
+					whole = append(whole, gi)
+				}
+			}
+		} else if f, ok := s.earliestOn(tl, ni, counts[ni], t, t, buf); ok {
+			whole = append(whole, f.gpus...)
+		} else {
 			continue
 		}
-		whole = append(whole, f.gpus...)
 		if len(whole) >= k {
 			slices.SortFunc(whole, func(a, b int) int {
 				ga, gb := &tl.gpus[a], &tl.gpus[b]
@@ -240,5 +248,5 @@ func (s seekerOnly) gangAt(tl *timelines, counts []int, k int, t int64, buf *[]w
 			free = append(free, ni)
 		}
 	}
-	return s.gangOn(tl, counts, k, t, free, buf)
+	return s.gangOn(tl, counts, k, t, free, false, buf)
 }
