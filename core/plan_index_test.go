@@ -60,7 +60,7 @@ func TestIndexedSearchAgrees(t *testing.T) {
 		est := estimator(s)
 		queue := p.order(planNow, s, est)
 		tl := newTimelines(n, s.Nodes)
-		p.place(planNow, s, tl, queue, runningJobs(s, est, &tl.work))
+		p.place(planNow, s, tl, queue, p.runningJobs(planNow, s, est, &tl.work))
 		caps := capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
 		var buf []window
 		for range 20 {

@@ -80,7 +80,8 @@ func (p Planner) order(now time.Time, s Snapshot, est func(*Job) Estimate) []que
 // queuedJob is a queued job and its estimate, looked up once per plan.
 type queuedJob struct {
 	*Job
-	est Estimate
+	est  Estimate
+	hold int64 // a running job's hold end (PlanConfig.Hold), in seconds
 }
 
 // fairShare returns each project's ordering factor: 1 at its share of

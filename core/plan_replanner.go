@@ -76,7 +76,7 @@ func (r *Replanner) Plan(now time.Time, s Snapshot) Plan {
 	if r.tl == nil {
 		r.tl = &timelines{byID: map[int64]int{}}
 	}
-	running := runningJobs(s, est, &r.tl.work)
+	running := p.runningJobs(now, s, est, &r.tl.work)
 	base := r.update(now, s, running)
 	median := p.placeQueue(now, r.tl, base, queue)
 	r.dirty = append(r.dirty[:0], r.tl.placed...)
@@ -221,7 +221,7 @@ func (r *Replanner) laidJobs(n int64, running []queuedJob) ([]laidJob, bool) {
 		for _, g := range j.Assigned {
 			r.ids = append(r.ids, g.ID)
 		}
-		out = append(out, laidJob{id: j.ID, start: start, end: r.Planner.holdEnd(n, start, rj.est),
+		out = append(out, laidJob{id: j.ID, start: start, end: rj.hold,
 			preemptible: j.Preemptible, drainable: j.Preemptible || j.Class == ClassLow, reservation: j.Reservation,
 			gpus: [2]int{from, len(r.ids)}})
 	}

@@ -24,7 +24,7 @@ func (p Planner) Plan(now time.Time, s Snapshot) Plan {
 	queue := p.order(now, s, est)
 	tl := newTimelines(secs(now), s.Nodes)
 	defer tl.release() // the plan keeps nothing of it
-	running := runningJobs(s, est, &tl.work)
+	running := p.runningJobs(now, s, est, &tl.work)
 	return p.finish(now, s, queue, running, p.place(now, s, tl, queue, running))
 }
 
@@ -56,13 +56,17 @@ func (p Planner) WhatIf(now time.Time, s Snapshot, probe Job) PlannedJob {
 	return PlannedJob{}
 }
 
-// runningJobs returns the running jobs by ID, with their estimates.
-func runningJobs(s Snapshot, est func(*Job) Estimate, w *planWork) []queuedJob {
+// runningJobs returns the running jobs by ID, with their estimates and
+// the ends of their holds (PlanConfig.Hold) at now.
+func (p Planner) runningJobs(now time.Time, s Snapshot, est func(*Job) Estimate, w *planWork) []queuedJob {
+	n := secs(now)
 	sorted := byID(s.Running)
 	w.running = resized(w.running, len(sorted))
 	running := w.running
 	for i := range sorted {
-		running[i] = queuedJob{Job: &sorted[i], est: est(&sorted[i])}
+		j := &sorted[i]
+		e := est(j)
+		running[i] = queuedJob{Job: j, est: e, hold: p.holdEnd(n, secs(j.StartedAt), e)}
 	}
 	return running
 }
@@ -161,9 +165,9 @@ func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []que
 		tl.work.ids = ids
 	}
 	for _, rj := range running {
-		j, e := rj.Job, rj.est
+		j := rj.Job
 		start := secs(j.StartedAt)
-		end := p.holdEnd(n, start, e)
+		end := rj.hold
 		gis = gis[:0]
 		for _, g := range j.Assigned {
 			if gi, ok := tl.gpuIndex(g.ID); ok {
