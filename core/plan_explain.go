@@ -14,12 +14,6 @@ import (
 // unplaceable job gets one.
 func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, slots, med, pes passResult) Plan {
 	reasons := !p.Config.NoReasons
-	of := func(ps []placement, i int, slot placement) placement {
-		if ps == nil || !ps[i].ok {
-			return slot
-		}
-		return ps[i]
-	}
 	var names namer
 	if reasons {
 		names = newNamer(s, queue, running, slots, med)
@@ -35,7 +29,7 @@ func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, 
 			out.Queued = append(out.Queued, pj)
 			continue
 		}
-		e, q := of(med.queued, i, m), of(pes.queued, i, m)
+		e, q := predicted(med.queued, i, m), predicted(pes.queued, i, m)
 		pj.GPUs, pj.Drain, pj.Slot = m.gpus, m.drain, at(m.start)
 		pj.StartP50, pj.EndP50 = at(e.start), at(e.end)
 		pj.StartP90, pj.EndP90 = at(max(q.start, m.start)), at(max(q.end, m.end, e.end))
@@ -62,7 +56,7 @@ func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, 
 			}
 			continue
 		}
-		e, q := of(med.running, i, m), of(pes.running, i, m)
+		e, q := predicted(med.running, i, m), predicted(pes.running, i, m)
 		pj := PlannedJob{Job: j.ID, GPUs: m.gpus, StartP50: j.StartedAt, StartP90: j.StartedAt, Slot: j.StartedAt,
 			EndP50: at(e.end), EndP90: at(max(q.end, e.end)), Drain: m.drain, Estimate: j.est}
 		if reasons {
@@ -82,6 +76,15 @@ func (p Planner) explain(now time.Time, s Snapshot, queue, running []queuedJob, 
 	return out
 }
 
+// predicted is the i-th placement of a prediction pass, or the slot when
+// the plan has no predictions (PlanConfig.NoBands).
+func predicted(ps []placement, i int, slot placement) placement {
+	if ps == nil || !ps[i].ok {
+		return slot
+	}
+	return ps[i]
+}
+
 // namer finds the owners of the jobs and reservations reasons name, and
 // when the jobs they wait for are expected to end.
 type namer struct {
@@ -99,17 +102,11 @@ type namedJob struct {
 // in slots where med is empty.
 func newNamer(s Snapshot, queue, running []queuedJob, slots, med passResult) namer {
 	names := namer{jobs: make(map[int64]namedJob, len(running)+len(queue)), resOwners: make(map[int64]string, len(s.Reservations))}
-	end := func(ps []placement, i int, slot placement) int64 {
-		if ps == nil || !ps[i].ok {
-			return slot.end
-		}
-		return ps[i].end
-	}
 	for i, j := range running {
-		names.jobs[j.ID] = namedJob{owner: j.Owner, running: true, end: end(med.running, i, slots.running[i])}
+		names.jobs[j.ID] = namedJob{owner: j.Owner, running: true, end: predicted(med.running, i, slots.running[i]).end}
 	}
 	for i, j := range queue {
-		names.jobs[j.ID] = namedJob{owner: j.Owner, end: end(med.queued, i, slots.queued[i])}
+		names.jobs[j.ID] = namedJob{owner: j.Owner, end: predicted(med.queued, i, slots.queued[i]).end}
 	}
 	for _, r := range s.Reservations {
 		names.resOwners[r.ID] = r.Owner

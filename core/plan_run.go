@@ -311,11 +311,6 @@ func runningEnd(now, start int64, e Estimate, p90 bool) int64 {
 	if p90 {
 		d = durSecs(e.P90)
 	}
-	return endAfter(now, start, d)
-}
-
-// endAfter is start + d, or a little after now when that has passed.
-func endAfter(now, start, d int64) int64 {
 	end := start + d
 	if end <= now {
 		end = now + max(d/20, 60)
