@@ -64,7 +64,17 @@ func TestForeignProcessesStopped(t *testing.T) {
 	if !alive(owners) || !alive(unknown) || !alive(elsewhere) {
 		t.Errorf("alive: owner's %t, unknown owner's %t, other GPU's %t; want all left alone", alive(owners), alive(unknown), alive(elsewhere))
 	}
-	if term, kill := h.metric("gpucal_agent_foreign_signals_total", "signal", "SIGTERM"), h.metric("gpucal_agent_foreign_signals_total", "signal", "SIGKILL"); term != 2 || kill != 1 {
+	// The agent counts a signal after sending it: the process may be seen
+	// gone a moment before the count moves.
+	var term, kill float64
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		term, _ = h.lookMetric("gpucal_agent_foreign_signals_total", "signal", "SIGTERM")
+		kill, _ = h.lookMetric("gpucal_agent_foreign_signals_total", "signal", "SIGKILL")
+		if term == 2 && kill == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if term != 2 || kill != 1 {
 		t.Errorf("foreign signals: %v SIGTERM, %v SIGKILL; want 2 and 1", term, kill)
 	}
 }

@@ -365,6 +365,16 @@ func testLogger(t *testing.T) *slog.Logger {
 // include the pairs given, from the running agent's registry.
 func (h *harness) metric(name string, labels ...string) float64 {
 	h.t.Helper()
+	v, ok := h.lookMetric(name, labels...)
+	if !ok {
+		h.t.Fatalf("no metric %s%v", name, labels)
+	}
+	return v
+}
+
+// lookMetric is metric's value, and whether the agent has it yet.
+func (h *harness) lookMetric(name string, labels ...string) (float64, bool) {
+	h.t.Helper()
 	mfs, err := h.reg.Gather()
 	if err != nil {
 		h.t.Fatal(err)
@@ -383,10 +393,9 @@ func (h *harness) metric(name string, labels ...string) float64 {
 				match = match && have[labels[i]] == labels[i+1]
 			}
 			if match {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue(), true
 			}
 		}
 	}
-	h.t.Fatalf("no metric %s%v", name, labels)
-	return 0
+	return 0, false
 }
