@@ -32,7 +32,7 @@ func (p Planner) fitGangIndexed(tl *timelines, sk seeker, usable func(*gpuLine) 
 		if counts[ni] == 0 {
 			return true
 		}
-		sw.add(s.nodeWindows(tl, ni, counts[ni], max(from, lb), limit, buf), ni, counts[ni])
+		sw.add(s.nodeWindows(tl, ni, max(from, lb), limit, buf), ni, counts[ni])
 		got += counts[ni]
 		if added++; got >= k && added >= check {
 			check *= 2
@@ -51,6 +51,8 @@ func (p Planner) fitGangIndexed(tl *timelines, sk seeker, usable func(*gpuLine) 
 type gangSweep struct {
 	windows []nodeWindow
 	events  []gangEvent
+	free    []int // freeAt's answer
+	gpus    []int // gangOn's answer
 }
 
 type gangEvent struct {
@@ -93,24 +95,28 @@ func (g *gangSweep) earliest(k int, limit int64) (int64, bool) {
 	return 0, false
 }
 
-// freeAt returns the nodes wholly free at t, in node order.
+// freeAt returns the nodes wholly free at t, in node order. A node's
+// windows do not overlap: at most one holds t.
 func (g *gangSweep) freeAt(t int64) []int {
-	var out []int
+	out := g.free[:0]
 	for _, w := range g.windows {
-		if w.from <= t && t <= w.to && !slices.Contains(out, w.node) {
+		if w.from <= t && t <= w.to {
 			out = append(out, w.node)
 		}
 	}
 	slices.Sort(out)
+	g.free = out
 	return out
 }
 
 // gangOn takes whole nodes among free, in order, until they hold k GPUs:
 // all usable GPUs of each but the last, and the first ones by index of the
 // last. Known says the nodes are known to be wholly free at t (the sweep's
-// windows said so); otherwise each is checked.
+// windows said so); otherwise each is checked. The fit's GPUs are valid
+// until the next call.
 func (s seekerOnly) gangOn(tl *timelines, counts []int, k int, t int64, free []int, known bool, buf *[]window) (fit, bool) {
-	var whole []int
+	whole := tl.sweep.gpus[:0]
+	defer func() { tl.sweep.gpus = whole[:0] }()
 	for _, ni := range free {
 		if known {
 			for _, gi := range tl.nodes[ni].gpus {
@@ -124,10 +130,13 @@ func (s seekerOnly) gangOn(tl *timelines, counts []int, k int, t int64, free []i
 			continue
 		}
 		if len(whole) >= k {
-			slices.SortFunc(whole, func(a, b int) int {
+			byPlace := func(a, b int) int {
 				ga, gb := &tl.gpus[a], &tl.gpus[b]
 				return cmp.Or(cmp.Compare(ga.node, gb.node), cmp.Compare(ga.index, gb.index))
-			})
+			}
+			if !slices.IsSortedFunc(whole, byPlace) {
+				slices.SortFunc(whole, byPlace)
+			}
 			return fit{start: t, gpus: whole[:k]}, true
 		}
 	}
@@ -189,7 +198,7 @@ func (p Planner) fitGang(tl *timelines, sk seeker, usable func(*gpuLine) bool, c
 		if counts[ni] == 0 || max(tl.lowerBound(ni, counts[ni]), from) > limit {
 			continue
 		}
-		for _, w := range s.nodeWindows(tl, ni, counts[ni], from, limit, buf) {
+		for _, w := range s.nodeWindows(tl, ni, from, limit, buf) {
 			events = append(events, event{w.from, counts[ni]}, event{w.to + 1, -counts[ni]})
 		}
 	}
@@ -204,39 +213,49 @@ func (p Planner) fitGang(tl *timelines, sk seeker, usable func(*gpuLine) bool, c
 	return fit{}, false
 }
 
-// nodeWindows returns the windows of starts in [from, limit] at which all k
-// usable GPUs of node ni are free for the duration. The result is valid
-// until the next call.
-func (s seekerOnly) nodeWindows(tl *timelines, ni, k int, from, limit int64, buf *[]window) []window {
-	ws := (*buf)[:0]
+// nodeWindows returns the windows of starts in [from, limit] at which all
+// usable GPUs of node ni are free for the duration: the intersection of
+// the GPUs' windows. The result is valid until the next call.
+func (s seekerOnly) nodeWindows(tl *timelines, ni int, from, limit int64, buf *[]window) []window {
+	out, next := tl.nodeOut[:0], tl.nodeNext[:0]
+	defer func() { tl.nodeOut, tl.nodeNext = out, next }()
+	first := true
 	for _, gi := range tl.nodes[ni].gpus {
-		if s.usable(&tl.gpus[gi]) {
-			ws = s.windows(tl, gi, from, limit, ws)
+		if !s.usable(&tl.gpus[gi]) {
+			continue
 		}
-	}
-	*buf = ws
-	edges := tl.edges[:0]
-	for _, w := range ws {
-		edges = append(edges, gangEvent{w.from, 1})
-		if w.to < never {
-			edges = append(edges, gangEvent{w.to + 1, -1})
-		}
-	}
-	tl.edges = edges
-	slices.SortFunc(edges, func(a, b gangEvent) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
-	out := tl.nodeOut[:0]
-	count := 0
-	for i, e := range edges {
-		count += e.delta
-		if count == k && e.delta > 0 {
-			end := int64(never)
-			if i+1 < len(edges) {
-				end = edges[i+1].at - 1
+		ws := s.windows(tl, gi, from, limit, (*buf)[:0])
+		*buf = ws
+		if first {
+			first = false
+			for _, w := range ws {
+				out = append(out, window{from: w.from, to: w.to})
 			}
-			out = append(out, window{from: e.at, to: end})
+		} else {
+			next = intersect(out, ws, next[:0])
+			out, next = next, out
+		}
+		if len(out) == 0 {
+			break
 		}
 	}
-	tl.nodeOut = out
+	return out
+}
+
+// intersect appends to out the ranges of starts that lie in a window of
+// a and in one of b; both lists are in order and do not overlap.
+func intersect(a, b, out []window) []window {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if from, to := max(a[i].from, b[j].from), min(a[i].to, b[j].to); from <= to {
+			out = append(out, window{from: from, to: to})
+		}
+		if a[i].to < b[j].to {
+			i++
+		} else {
+			j++
+		}
+	}
 	return out
 }
 

@@ -196,7 +196,22 @@ func allKthStairs(in []staircase, out []staircase, pos []int) ([]staircase, []in
 		out[i] = out[i][:0]
 	}
 	pos = append(pos[:0], make([]int, m)...)
+	// vals holds the inputs' current answers in order. From one length to
+	// the next only the inputs whose step ended move, and only later: each
+	// is moved up in place rather than sorting all again.
 	var vals [maxGPUsPerNode]int64
+	for i, s := range in {
+		v := int64(never)
+		if len(s) > 0 {
+			v = s[0].start
+		}
+		j := i
+		for j > 0 && vals[j-1] > v {
+			vals[j] = vals[j-1]
+			j--
+		}
+		vals[j] = v
+	}
 	for {
 		l := int64(-1)
 		for i, s := range in {
@@ -207,22 +222,10 @@ func allKthStairs(in []staircase, out []staircase, pos []int) ([]staircase, []in
 		if l < 0 {
 			return out, pos
 		}
-		for i, s := range in {
-			v := int64(never)
-			if p := pos[i]; p < len(s) {
-				v = s[p].start
-			}
-			j := i
-			for j > 0 && vals[j-1] > v {
-				vals[j] = vals[j-1]
-				j--
-			}
-			vals[j] = v
-		}
 		for k := range m {
 			v := vals[k]
 			if v == never {
-				continue
+				break
 			}
 			if n := len(out[k]); n > 0 && out[k][n-1].start == v {
 				out[k][n-1].len = l
@@ -231,9 +234,25 @@ func allKthStairs(in []staircase, out []staircase, pos []int) ([]staircase, []in
 			}
 		}
 		for i, s := range in {
-			if p := pos[i]; p < len(s) && s[p].len == l {
-				pos[i]++
+			p := pos[i]
+			if p >= len(s) || s[p].len != l {
+				continue
 			}
+			pos[i]++
+			old, v := s[p].start, int64(never)
+			if p+1 < len(s) {
+				v = s[p+1].start
+			}
+			// Replace the last copy of old with v, moving it up.
+			j := m - 1
+			for vals[j] != old {
+				j--
+			}
+			for j+1 < m && vals[j+1] < v {
+				vals[j] = vals[j+1]
+				j++
+			}
+			vals[j] = v
 		}
 	}
 }

@@ -92,6 +92,51 @@ func TestIndexedSearchAgrees(t *testing.T) {
 	}
 }
 
+// TestNodeWindows checks a node's "wholly free" windows against their
+// definition: an instant is in one exactly when it is in a window of every
+// usable GPU of the node.
+func TestNodeWindows(t *testing.T) {
+	p := Planner{Config: DefaultPlanConfig}
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 21))
+		s := randomSnapshot(rng)
+		n := secs(planNow)
+		est := estimator(s)
+		tl := newTimelines(n, s.Nodes)
+		p.place(planNow, s, tl, p.order(planNow, s, est), p.runningJobs(planNow, s, est, &tl.work))
+		var buf, mine []window
+		for range 20 {
+			sk := seekerOnly{seeker: seeker{preemptible: rng.IntN(3) == 0, dur: 60 * int64(1+rng.IntN(900))}}
+			sk.clear = sk.dur * int64(1+rng.IntN(2))
+			sk.usable = sk.seeker.usable
+			ni := rng.IntN(len(tl.nodes))
+			from, limit := n+int64(rng.IntN(3600)), n+int64(rng.IntN(3*24*3600))
+			got := slices.Clone(sk.nodeWindows(tl, ni, from, limit, &buf))
+			for i := 1; i < len(got); i++ {
+				if got[i].from <= got[i-1].to {
+					t.Fatalf("seed %d: node windows %v overlap or are out of order", seed, got)
+				}
+			}
+			for at := from; at <= limit; at += 97 {
+				all, usable := true, 0
+				for _, gi := range tl.nodes[ni].gpus {
+					if !sk.usable(&tl.gpus[gi]) {
+						continue
+					}
+					usable++
+					mine = sk.windows(tl, gi, from, limit, mine[:0])
+					all = all && slices.ContainsFunc(mine, func(w window) bool { return w.from <= at && at <= w.to })
+				}
+				in := slices.ContainsFunc(got, func(w window) bool { return w.from <= at && at <= w.to })
+				if want := all && usable > 0; in != want {
+					t.Fatalf("seed %d, node %d, %ds from %d to %d: %d in the node's windows %v is %v, want %v",
+						seed, ni, sk.dur, from-n, limit-n, at-n, got, in, want)
+				}
+			}
+		}
+	}
+}
+
 // TestPlanPropertiesLongQueue runs the planner's property checks on queues
 // long enough for placement to use the node index.
 func TestPlanPropertiesLongQueue(t *testing.T) {

@@ -208,6 +208,11 @@ func (p Planner) placeQueue(now time.Time, tl *timelines, base baseLayer, queue 
 	res.queued = tl.work.queued
 	clear(res.queued)
 	tl.protectLeft = p.Config.ProtectShared
+	total := 0
+	for _, j := range queue {
+		total += j.GPUs
+	}
+	tl.slotIDs = make([]int64, 0, total) // every slot's GPU IDs in one allocation: the plan keeps them
 	protect := len(queue)
 	if p.Config.Protect > 0 {
 		protect = min(p.Config.Protect, len(queue))
@@ -382,15 +387,18 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps *ca
 	if !p.Config.NoReasons { // only reasons name the blocker
 		pl.blocker, pl.blockerGPU = blockerOf(tl, sk, best.gpus, best.start, now)
 	}
-	var touched []int
+	var nodes [8]int
+	touched := nodes[:0]
 	tl.placed = append(tl.placed, best.gpus...)
+	first := len(tl.slotIDs)
 	for _, gi := range best.gpus {
 		tl.add(gi, interval{start: pl.start, end: pl.end, kind: ivJob, id: j.ID, preemptible: sk.preemptible, protected: protected})
-		pl.gpus = append(pl.gpus, tl.gpus[gi].id)
+		tl.slotIDs = append(tl.slotIDs, tl.gpus[gi].id)
 		if ni := tl.gpus[gi].node; !slices.Contains(touched, ni) {
 			touched = append(touched, ni)
 		}
 	}
+	pl.gpus = tl.slotIDs[first:len(tl.slotIDs):len(tl.slotIDs)]
 	for _, ni := range touched {
 		tl.refresh(ni)
 	}

@@ -84,8 +84,9 @@ type timelines struct {
 	denseFrom int64
 	byID      map[int64]int
 
-	changes []int // the nodes refreshed, in order: the node trees' change log
-	placed  []int // the GPUs queued jobs were placed on (Replanner restores them)
+	changes []int   // the nodes refreshed, in order: the node trees' change log
+	placed  []int   // the GPUs queued jobs were placed on (Replanner restores them)
+	slotIDs []int64 // this plan's slots' GPU IDs (new memory for every plan: the plan keeps it)
 	index   nodeIndex
 
 	// work is a plan's working memory, kept for the next plan.
@@ -96,9 +97,9 @@ type timelines struct {
 	caps capacities
 
 	// Scratch space for searches, reused from job to job.
-	sweep   gangSweep
-	edges   []gangEvent
-	nodeOut []window
+	sweep    gangSweep
+	nodeOut  []window
+	nodeNext []window
 }
 
 // planWork is the memory a plan works in that does not reach the Plan:
