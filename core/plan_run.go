@@ -159,22 +159,25 @@ func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []que
 	for _, rj := range running {
 		held += len(rj.Assigned)
 	}
-	ids := make([]int64, 0, held) // every running job's GPU IDs, in one allocation
-	if p.Config.NoRunning {       // not in the plan: the memory is the next plan's too
+	var ids []int64
+	if p.Config.NoRunning { // not in the plan: the memory is the next plan's too
 		ids = slices.Grow(tl.work.ids[:0], held)
 		tl.work.ids = ids
+	} else {
+		ids = make([]int64, 0, held) // every running job's GPU IDs, in one allocation
 	}
 	for _, rj := range running {
 		j := rj.Job
 		start := secs(j.StartedAt)
 		end := rj.hold
 		gis = gis[:0]
+		from := len(ids)
 		for _, g := range j.Assigned {
 			if gi, ok := tl.gpuIndex(g.ID); ok {
 				gis = append(gis, gi)
+				ids = append(ids, g.ID)
 			}
 		}
-		from := len(ids)
 		pl := placement{ok: true, start: start, end: end}
 		if j.Preemptible || j.Class == ClassLow {
 			pl.end, pl.drain = p.drainBefore(tl, gis, j, start, end, n)
@@ -183,7 +186,6 @@ func (p Planner) layBase(now time.Time, s Snapshot, tl *timelines, running []que
 			if laying(gi) {
 				tl.add(gi, interval{start: start, end: pl.end, kind: ivJob, id: j.ID, preemptible: j.Preemptible})
 			}
-			ids = append(ids, tl.gpus[gi].id)
 		}
 		pl.gpus = ids[from:len(ids):len(ids)]
 		base.running = append(base.running, pl)
