@@ -441,17 +441,32 @@ func (t *stairTree) ascending(d int64, yield func(ni int, lb int64) bool) {
 	defer func() { t.heap = h[:0] }() // the next search reuses the memory
 	for len(h) > 0 {
 		top := h.pop()
-		if top.lb == never {
-			return
-		}
-		if top.v >= t.size {
-			if !yield(top.v-t.size, top.lb) {
+		for {
+			if top.lb == never {
 				return
 			}
-			continue
+			if top.v >= t.size {
+				break
+			}
+			// Of the two children, the earlier would be popped next unless
+			// the heap holds something earlier still: go down to it
+			// without the push and the pop.
+			l := vertexAt{lb: t.v[2*top.v].at(d), v: 2 * top.v}
+			r := vertexAt{lb: t.v[2*top.v+1].at(d), v: 2*top.v + 1}
+			if r.less(l) {
+				l, r = r, l
+			}
+			h.push(r)
+			if h[0].less(l) {
+				h.push(l)
+				top = h.pop()
+			} else {
+				top = l
+			}
 		}
-		h.push(vertexAt{lb: t.v[2*top.v].at(d), v: 2 * top.v})
-		h.push(vertexAt{lb: t.v[2*top.v+1].at(d), v: 2*top.v + 1})
+		if !yield(top.v-t.size, top.lb) {
+			return
+		}
 	}
 }
 
