@@ -17,7 +17,10 @@ type booking struct {
 	first              int   // the node the search for free nodes starts at
 	made               bool  // nodes were found
 	nodes              []int // sorted
-	honored            bool  // set when the window opens
+	// Set when the window opens: onTime when its GPUs were free once
+	// whatever was there had been stopped, undisturbed when that stopped
+	// no non-preemptible job.
+	onTime, undisturbed bool
 }
 
 // The shape of synthetic bookings: booked 2 to 12 hours ahead, 1 to 4 hours

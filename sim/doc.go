@@ -49,8 +49,10 @@
 // that a non-preemptible job may not start where it is expected to run
 // into a window. Preemptible jobs (Config.Preemptible) may use any free
 // GPU. When a window opens, every job on its GPUs is stopped and queued
-// again with the work it had left; the window is honored if none of them
-// was non-preemptible.
+// again with the work it had left, as the agent stops whatever holds a
+// window's GPUs when it opens: the window starts on time when its GPUs are
+// then free (reservations_honored), and is undisturbed when none of the
+// stopped jobs was non-preemptible (reservations_undisturbed).
 //
 // # Start predictions
 //

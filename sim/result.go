@@ -63,9 +63,14 @@ type Bookings struct {
 	// Refused counts booking requests that found no free nodes for their
 	// window (held by other windows or by jobs that may not be drained).
 	Refused int `json:"reservations_refused"`
-	// Honored is the share of windows that opened with no non-preemptible
-	// job on their GPUs (preemptible ones are drained as planned).
+	// Honored is the share of windows that started on time: their GPUs
+	// free when they opened, once whatever was on them had been stopped
+	// (as the agent stops it).
 	Honored float64 `json:"reservations_honored"`
+	// Undisturbed is the share of windows that opened with no
+	// non-preemptible job on their GPUs (preemptible ones are drained as
+	// planned): the others cost a job that did not expect it its run.
+	Undisturbed float64 `json:"reservations_undisturbed"`
 	// DrainedJobs counts jobs stopped when a window opened; EvictedJobs the
 	// non-preemptible ones among them (they had outrun their expected end).
 	DrainedJobs int `json:"drained_jobs"`
@@ -161,18 +166,23 @@ func (s *simulation) startPrediction() *StartPrediction {
 }
 
 func (s *simulation) bookingResult() *Bookings {
-	b := &Bookings{Honored: 1, DrainedJobs: s.drained.jobs, EvictedJobs: s.drained.evicted, DrainedGPUHours: round(s.drained.gpuHours, 1)}
-	honored := 0
+	b := &Bookings{Honored: 1, Undisturbed: 1, DrainedJobs: s.drained.jobs, EvictedJobs: s.drained.evicted, DrainedGPUHours: round(s.drained.gpuHours, 1)}
+	onTime, undisturbed := 0, 0
 	for _, bk := range s.bookings {
-		switch {
-		case !bk.made:
+		if !bk.made {
 			b.Refused++
-		case bk.honored:
-			honored++
+			continue
+		}
+		if bk.onTime {
+			onTime++
+		}
+		if bk.undisturbed {
+			undisturbed++
 		}
 	}
 	if b.Reservations = len(s.bookings) - b.Refused; b.Reservations > 0 {
-		b.Honored = round(float64(honored)/float64(b.Reservations), 4)
+		b.Honored = round(float64(onTime)/float64(b.Reservations), 4)
+		b.Undisturbed = round(float64(undisturbed)/float64(b.Reservations), 4)
 	}
 	return b
 }
@@ -216,7 +226,7 @@ func WriteTable(w io.Writer, rs []Result) error {
 	}
 	head = append(head, "pred ±10min", "±10%", "MAE s", "P90 cover")
 	if rs[0].Bookings != nil {
-		head = append(head, "bookings", "honored", "drained GPU-h")
+		head = append(head, "bookings", "on time", "undisturbed", "drained GPU-h")
 	}
 	head = append(head, "wall s")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
@@ -232,7 +242,7 @@ func WriteTable(w io.Writer, rs []Result) error {
 			row = append(row, "-", "-", "-", "-")
 		}
 		if b := r.Bookings; b != nil {
-			row = append(row, thousands(float64(b.Reservations)), percent(b.Honored), thousands(b.DrainedGPUHours))
+			row = append(row, thousands(float64(b.Reservations)), percent(b.Honored), percent(b.Undisturbed), thousands(b.DrainedGPUHours))
 		}
 		row = append(row, strconv.FormatFloat(r.Wall, 'f', 1, 64))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")

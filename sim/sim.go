@@ -342,14 +342,15 @@ func (s *simulation) handle(e event) bool {
 
 func (j *simJob) done() { j.running, j.queued, j.left = false, false, 0 }
 
-// open enforces a window as it opens: every job still on its GPUs is
-// stopped and queued again with the work it has left (the drain's
-// checkpoint signal lets it resume). The window is honored when only
-// preemptible jobs had to go; a non-preemptible one found there had
-// outrun what its policy expected of it and is counted as evicted.
+// open enforces a window as it opens, as the agent does: every job still
+// on its GPUs is stopped and queued again with the work it has left (the
+// drain's checkpoint signal lets it resume). The window then starts on
+// time if its GPUs are free. It is undisturbed when only preemptible jobs
+// had to go; a non-preemptible one found there had outrun what its policy
+// expected of it and is counted as evicted.
 func (s *simulation) open(b int) {
 	bk := &s.bookings[b]
-	bk.honored = true
+	bk.undisturbed = true
 	for _, n := range bk.nodes {
 		for g := n * s.c.gpn; g < (n+1)*s.c.gpn; g++ {
 			h := s.c.holder[g]
@@ -358,7 +359,7 @@ func (s *simulation) open(b int) {
 			}
 			j := &s.jobs[h]
 			if !j.preemptible {
-				bk.honored = false
+				bk.undisturbed = false
 				s.drained.evicted++
 			}
 			s.leave(int(h))
@@ -371,6 +372,12 @@ func (s *simulation) open(b int) {
 			j.est = s.queuedEstimate(int(h))
 			j.expected = s.expectation(int(h))
 			s.pol.requeue(int(h))
+		}
+	}
+	bk.onTime = true
+	for _, n := range bk.nodes {
+		for g := n * s.c.gpn; g < (n+1)*s.c.gpn; g++ {
+			bk.onTime = bk.onTime && s.c.holder[g] < 0
 		}
 	}
 }

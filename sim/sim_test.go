@@ -279,8 +279,9 @@ func TestReservations(t *testing.T) {
 				if b == nil || b.Reservations == 0 {
 					t.Fatalf("no bookings were made: %+v", b)
 				}
-				if b.Honored != 1 || b.EvictedJobs != 0 {
-					t.Errorf("honored %v with %d non-preemptible jobs evicted, want all honored", b.Honored, b.EvictedJobs)
+				if b.Honored != 1 || b.Undisturbed != 1 || b.EvictedJobs != 0 {
+					t.Errorf("%v on time, %v undisturbed, %d non-preemptible jobs evicted; want every window on time and undisturbed",
+						b.Honored, b.Undisturbed, b.EvictedJobs)
 				}
 				if tt.wantDrains && p != PolicySJF && (b.DrainedJobs == 0 || b.DrainedGPUHours <= 0) {
 					t.Errorf("drained %d jobs, %v GPU-hours; want some", b.DrainedJobs, b.DrainedGPUHours)
