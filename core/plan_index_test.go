@@ -55,12 +55,7 @@ func TestIndexedSearchAgrees(t *testing.T) {
 	p := Planner{Config: DefaultPlanConfig}
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 9))
-		s := randomSnapshot(rng)
-		n := secs(planNow)
-		est := estimator(s)
-		queue := p.order(planNow, s, est)
-		tl := newTimelines(n, s.Nodes)
-		p.place(planNow, s, tl, queue, p.runningJobs(planNow, s, est, &tl.work))
+		tl, n := placedTimelines(p, rng)
 		caps := capacities{models: map[string]Model{}, counts: map[capKey]capacity{}}
 		var buf []window
 		for range 20 {
@@ -92,6 +87,17 @@ func TestIndexedSearchAgrees(t *testing.T) {
 	}
 }
 
+// placedTimelines plans a random snapshot and returns the timelines its
+// queue was placed on, and their now.
+func placedTimelines(p Planner, rng *rand.Rand) (*timelines, int64) {
+	s := randomSnapshot(rng)
+	n := secs(planNow)
+	est := estimator(s)
+	tl := newTimelines(n, s.Nodes)
+	p.place(planNow, s, tl, p.order(planNow, s, est), p.runningJobs(planNow, s, est, &tl.work))
+	return tl, n
+}
+
 // TestNodeWindows checks a node's "wholly free" windows against their
 // definition: an instant is in one exactly when it is in a window of every
 // usable GPU of the node.
@@ -99,11 +105,7 @@ func TestNodeWindows(t *testing.T) {
 	p := Planner{Config: DefaultPlanConfig}
 	for seed := range uint64(100) {
 		rng := rand.New(rand.NewPCG(seed, 21))
-		s := randomSnapshot(rng)
-		n := secs(planNow)
-		est := estimator(s)
-		tl := newTimelines(n, s.Nodes)
-		p.place(planNow, s, tl, p.order(planNow, s, est), p.runningJobs(planNow, s, est, &tl.work))
+		tl, n := placedTimelines(p, rng)
 		var buf, mine []window
 		for range 20 {
 			sk := seekerOnly{seeker: seeker{preemptible: rng.IntN(3) == 0, dur: 60 * int64(1+rng.IntN(900))}}
