@@ -389,7 +389,7 @@ func (p Planner) placeJob(tl *timelines, windows map[int64]Reservation, caps *ca
 	if !p.Config.NoReasons { // only reasons name the blocker
 		pl.blocker, pl.blockerGPU = blockerOf(tl, sk, best.gpus, best.start, now)
 	}
-	var nodes [8]int
+	var nodes [8]int // the nodes it touches: one, or a gang's few
 	touched := nodes[:0]
 	tl.placed = append(tl.placed, best.gpus...)
 	first := len(tl.slotIDs)

@@ -134,7 +134,10 @@ func newTimelines(now int64, nodes []Node) *timelines {
 }
 
 // release hands tl back to the pool; nothing may use it afterwards.
-func (tl *timelines) release() { timelinesPool.Put(tl) }
+func (tl *timelines) release() {
+	tl.slotIDs = nil // the plan's, not the pool's
+	timelinesPool.Put(tl)
+}
 
 // reset makes tl the empty timelines of nodes at now, keeping its memory:
 // each GPU's commitment list, the GPU and node slices, the ID index and
